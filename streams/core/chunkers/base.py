@@ -1,0 +1,53 @@
+"""The contract every chunking strategy implements: a pure function from a document to chunk drafts."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from streams.core.events import AssembledDocument
+from streams.core.tokenizers import Tokenizer
+
+
+class ChunkingError(ValueError):
+    """The document cannot be chunked by this strategy; the agent dead-letters it with this reason."""
+
+    def __init__(self, reason: str, code: str = "chunking_failed") -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDraft:
+    """What a chunker returns; the record builder adds ids, pages, tokens and checksum.
+
+    `char_start`/`char_end` index the document stream (end exclusive). `text` is normally
+    `doc.text[char_start:char_end]`; a strategy that reshapes text (a placeholder for a table, a
+    speaker preamble, a synopsis) says so in `text_transform`, and the range still covers the source.
+    `identity` adds strategy-specific parts to the chunk id (speaker, qa id, table id, slide number).
+    """
+
+    text: str
+    char_start: int
+    char_end: int
+    section_path: tuple[str, ...] = ()
+    content_type: str = "text"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    identity: tuple[str, ...] = ()
+    text_transform: str | None = None
+
+
+class Chunker(ABC):
+    """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    metadata_record: ClassVar[str]
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    @abstractmethod
+    def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
+        """Return drafts in reading order. Must be deterministic: no clock, no randomness, no I/O."""

@@ -1,0 +1,146 @@
+"""Event contracts shared by every stage; the Avro schemas in `schemas/` mirror these models."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class DocType(StrEnum):
+    letter = "letter"
+    transcript = "transcript"
+    release = "release"
+    slides = "slides"
+    press = "press"
+    solicitation = "solicitation"
+    generic = "generic"
+
+
+class Element(BaseModel):
+    """A structured element extracted upstream (section header, speaker turn, table, slide title)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    text: str = ""
+    page_number: int | None = None
+    level: int | None = None
+    speaker: str | None = None
+    role: str | None = None
+    firm: str | None = None
+    title: str | None = None
+    element_id: str | None = None
+    rows: list[list[str]] = Field(default_factory=list)
+    attrs: dict[str, str] = Field(default_factory=dict)
+
+
+class PageEvent(BaseModel):
+    """One cleaned page as published on `pages.cleaned`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    doc_id: str = Field(min_length=1, max_length=512)
+    document_name: str = Field(min_length=1, max_length=1024)
+    page_number: int = Field(ge=1)
+    page_count: int = Field(ge=1)
+    text: str
+    doc_type: DocType = DocType.generic
+    amendment_number: int = Field(default=0, ge=0)
+    metadata: dict[str, str] = Field(default_factory=dict)
+    elements: list[Element] = Field(default_factory=list)
+
+    @field_validator("doc_id")
+    @classmethod
+    def _doc_id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("doc_id is blank")
+        return value
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _stringify_metadata(cls, value: Any) -> Any:
+        # Upstream metadata is free-form; the contract keeps it flat strings so Avro stays a map<string>.
+        if isinstance(value, dict):
+            return {str(k): v if isinstance(v, str) else _json_scalar(v) for k, v in value.items()}
+        return value
+
+
+def _json_scalar(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+class PageSpan(BaseModel):
+    """Where one page sits in the document stream (seed 004 §2): [start_char, end_char)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    page_number: int
+    start_char: int
+    end_char: int
+
+
+class AssembledDocument(BaseModel):
+    """All pages of one document version joined into one stream."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str
+    document_name: str
+    doc_type: DocType
+    amendment_number: int = 0
+    page_count: int
+    text: str
+    page_map: list[PageSpan]
+    metadata: dict[str, str] = Field(default_factory=dict)
+    elements: list[Element] = Field(default_factory=list)
+    first_page_ms: int = 0
+    completed_ms: int = 0
+
+
+class ChunkRecord(BaseModel):
+    """One chunk on `chunks.created`; the field names are the public contract."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str
+    doc_id: str
+    document_name: str
+    doc_type: str
+    strategy: str
+    chunker_version: str
+    amendment_number: int
+    is_latest_version: bool = True
+    position: int
+    chunk_count: int
+    text: str
+    char_start: int
+    char_end: int
+    page_numbers: list[int]
+    token_count: int
+    tokenizer: str
+    section_path: list[str] = Field(default_factory=list)
+    content_type: str = "text"
+    content_hash: str
+    checksum: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeadLetter(BaseModel):
+    """Bad input with its original bytes and a reason a human can act on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason_code: str
+    reason: str
+    stage: str
+    source_topic: str
+    source_partition: int = -1
+    source_offset: int = -1
+    key: bytes | None = None
+    value: bytes | None = None
+    doc_id: str | None = None
+    timestamp_ms: int = 0

@@ -1,0 +1,101 @@
+"""Turn chunk drafts into bus records: deterministic ids, page numbers, token counts, checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+from streams.core.chunkers.base import Chunker, ChunkDraft
+from streams.core.document import pages_for_range
+from streams.core.events import AssembledDocument, ChunkRecord
+
+
+def normalized_text(text: str) -> str:
+    """Text normalised for identity: NFC and collapsed whitespace, so reflowed text keeps its id."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x1f")
+    return h.hexdigest()
+
+
+def content_hash(text: str) -> str:
+    """Identity of a chunk's content alone: equal across amendments when the text did not change."""
+    return _digest(normalized_text(text))
+
+
+def chunk_id(
+    doc_id: str,
+    strategy: str,
+    amendment_number: int,
+    draft: ChunkDraft,
+    position: int,
+) -> str:
+    """Globally unique and deterministic: document, strategy, amendment, place and content.
+
+    Position and range are part of the id so two identical paragraphs in one document stay distinct.
+    """
+    digest = _digest(
+        doc_id,
+        strategy,
+        str(amendment_number),
+        str(position),
+        f"{draft.char_start}:{draft.char_end}",
+        "/".join(draft.section_path),
+        "|".join(draft.identity),
+        normalized_text(draft.text),
+    )
+    return f"{strategy}-{digest[:32]}"
+
+
+def checksum(record: dict[str, Any]) -> str:
+    """sha256 over the stable fields: everything except flags that change after publication."""
+    stable = {k: v for k, v in record.items() if k not in {"checksum", "is_latest_version"}}
+    payload = json.dumps(stable, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def build_records(
+    doc: AssembledDocument,
+    chunker: Chunker,
+    drafts: Sequence[ChunkDraft],
+    is_latest_version: bool = True,
+) -> list[ChunkRecord]:
+    """Records in reading order; `position` is the index, `chunk_count` lets consumers see completeness."""
+    tokenizer = chunker.tokenizer
+    texts = [d.text for d in drafts]
+    counts = tokenizer.count_many(texts) if hasattr(tokenizer, "count_many") else [tokenizer.count(t) for t in texts]
+    records: list[ChunkRecord] = []
+    for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
+        body: dict[str, Any] = {
+            "chunk_id": chunk_id(doc.doc_id, chunker.name, doc.amendment_number, draft, position),
+            "doc_id": doc.doc_id,
+            "document_name": doc.document_name,
+            "doc_type": str(doc.doc_type),
+            "strategy": chunker.name,
+            "chunker_version": chunker.version,
+            "amendment_number": doc.amendment_number,
+            "is_latest_version": is_latest_version,
+            "position": position,
+            "chunk_count": len(drafts),
+            "text": draft.text,
+            "char_start": draft.char_start,
+            "char_end": draft.char_end,
+            "page_numbers": pages_for_range(doc.page_map, draft.char_start, draft.char_end),
+            "token_count": tokens,
+            "tokenizer": tokenizer.name,
+            "section_path": list(draft.section_path),
+            "content_type": draft.content_type,
+            "content_hash": content_hash(draft.text),
+            "metadata": draft.metadata,
+        }
+        body["checksum"] = checksum(body)
+        records.append(ChunkRecord(**body))
+    return records
