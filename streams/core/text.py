@@ -1,0 +1,185 @@
+"""Shared span helpers for chunkers: lines, paragraphs, sentences and token-bounded packing.
+
+Every helper works on character spans `(start, end)` (end exclusive) of one text, so chunkers keep
+exact ranges into the document stream instead of re-locating substrings afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+Span = tuple[int, int]
+Splitter = Callable[[str, int, int], list[Span]]
+Counter = Callable[[str], int]
+
+_PARA_BREAK = re.compile(r"\n[ \t\r\f\v\u00a0]*\n")
+_WORD = re.compile(r"\S+")
+# A sentence ends at . ! ? (plus closing quotes/brackets) before whitespace and a capital, digit or quote.
+_SENT_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9$])")
+_ABBREVIATIONS = frozenset(
+    {
+        *("mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "inc", "co", "corp"),
+        *("ltd", "no", "nos", "approx", "fig", "sec", "art", "u.s", "u.k", "jan", "feb", "mar", "apr", "jun"),
+        *("jul", "aug", "sep", "sept", "oct", "nov", "dec", "p", "pp", "vol", "est", "dept", "govt", "para"),
+    }
+)
+
+
+def trim_span(text: str, start: int, end: int) -> Span:
+    """Shrink a span past leading/trailing whitespace (an all-blank span collapses to (end, end))."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else (end, end)
+
+
+def line_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Every line in [start, end) without its newline (and without a trailing carriage return)."""
+    stop = len(text) if end is None else end
+    spans: list[Span] = []
+    cursor = start
+    while cursor < stop:
+        newline = text.find("\n", cursor, stop)
+        line_end = stop if newline < 0 else newline
+        trimmed_end = line_end - 1 if line_end > cursor and text[line_end - 1] == "\r" else line_end
+        spans.append((cursor, trimmed_end))
+        cursor = line_end + 1
+    return spans
+
+
+def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Blank-line separated paragraphs, trimmed, non-empty."""
+    stop = len(text) if end is None else end
+    spans: list[Span] = []
+    cursor = start
+    for match in _PARA_BREAK.finditer(text, start, stop):
+        s, e = trim_span(text, cursor, match.start())
+        if e > s:
+            spans.append((s, e))
+        cursor = match.end()
+    s, e = trim_span(text, cursor, stop)
+    if e > s:
+        spans.append((s, e))
+    return spans
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Regex sentences (abbreviation and decimal aware), trimmed; always covers every word of the span."""
+    stop = len(text) if end is None else end
+    spans: list[Span] = []
+    cursor = start
+    for match in _SENT_END.finditer(text, start, stop):
+        word_start = text.rfind(" ", cursor, match.start()) + 1
+        word = text[max(word_start, cursor) : match.start()].lower().lstrip("(\"'“")
+        if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
+            continue
+        s, e = trim_span(text, cursor, match.end())
+        if e > s:
+            spans.append((s, e))
+        cursor = match.end()
+    s, e = trim_span(text, cursor, stop)
+    if e > s:
+        spans.append((s, e))
+    return spans
+
+
+def word_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Whitespace-delimited words; a very long 'word' (a blob without spaces) is cut every 200 characters."""
+    stop = len(text) if end is None else end
+    spans: list[Span] = []
+    for match in _WORD.finditer(text, start, stop):
+        s, e = match.span()
+        while e - s > 200:
+            spans.append((s, s + 200))
+            s += 200
+        spans.append((s, e))
+    return spans
+
+
+def non_empty_line_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Trimmed non-blank lines: the paragraph unit of transcripts and PDF text without blank lines."""
+    out = []
+    for s, e in line_spans(text, start, end):
+        ts, te = trim_span(text, s, e)
+        if te > ts:
+            out.append((ts, te))
+    return out
+
+
+DEFAULT_SPLITTERS: tuple[Splitter, ...] = (sentence_spans, word_spans)
+
+
+def pack_spans(
+    text: str,
+    units: Sequence[Span],
+    count: Counter,
+    min_tokens: int,
+    max_tokens: int,
+    splitters: Sequence[Splitter] = DEFAULT_SPLITTERS,
+) -> list[Span]:
+    """Group ordered units into chunks of min..max tokens; a unit that does not fit is refined.
+
+    Greedy: a unit joins the open chunk while the total stays <= max. When it would overflow and the
+    open chunk already has >= min tokens, the chunk closes; when the open chunk is still short, the unit
+    is split with the next finer splitter (sentences, then words) so the chunk can be filled. Every
+    chunk but the last therefore lands in [min, max] unless a single word exceeds max. A unit's cost is
+    counted on the text from the previous unit's end, so whitespace between units is included.
+    """
+    queue: list[tuple[Span, int]] = [(u, 0) for u in units if u[1] > u[0]]
+    queue.reverse()  # pop() from the end = next unit in reading order
+    chunks: list[Span] = []
+    open_start = open_end = -1
+    open_tokens = 0
+    while queue:
+        (s, e), level = queue.pop()
+        gap_start = open_end if open_end >= 0 else s
+        cost = count(text[gap_start:e])
+        if open_end < 0 and cost <= max_tokens:
+            open_start, open_end, open_tokens = s, e, cost
+        elif open_end >= 0 and open_tokens + cost <= max_tokens:
+            open_end, open_tokens = e, open_tokens + cost
+        elif open_end >= 0 and open_tokens >= min_tokens:
+            chunks.append((open_start, open_end))
+            open_start = open_end = -1
+            open_tokens = 0
+            queue.append(((s, e), level))
+        else:
+            pieces = _refine(text, s, e, level, splitters)
+            if pieces is None:
+                # Nothing finer to try: close what is open and let the unit stand alone.
+                if open_end >= 0:
+                    chunks.append((open_start, open_end))
+                chunks.append((s, e))
+                open_start = open_end = -1
+                open_tokens = 0
+                continue
+            queue.extend(reversed(pieces))
+    if open_end >= 0:
+        chunks.append((open_start, open_end))
+    return chunks
+
+
+def _refine(
+    text: str, s: int, e: int, level: int, splitters: Sequence[Splitter]
+) -> list[tuple[Span, int]] | None:
+    """The unit split by the first splitter (from `level` on) that yields more than one piece."""
+    for index in range(level, len(splitters)):
+        pieces = splitters[index](text, s, e)
+        if len(pieces) > 1:
+            return [(p, index + 1) for p in pieces]
+    return None
+
+
+def collapse_whitespace(text: str) -> str:
+    """Normalise whitespace but keep line structure: spaces collapsed per line, at most one blank line."""
+    lines = [" ".join(line.split()) for line in text.replace("\r", "").split("\n")]
+    out: list[str] = []
+    for line in lines:
+        if not line and (not out or not out[-1]):
+            continue
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return "\n".join(out)
