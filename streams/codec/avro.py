@@ -54,9 +54,11 @@ class SchemaSet:
         order = ("page_event", "assembled_document", "dead_letter", "chunk_record")
         raws.extend(_load_json(schema_dir / f"{subject}.avsc") for subject in order)
         # Expanded schemas are self-contained: the fingerprint covers every nested record.
-        expanded = expand_schema(raws)[-len(order):]
+        expanded = expand_schema(raws)[-len(order) :]
         self.expanded: dict[str, Any] = dict(zip(order, expanded, strict=True))
-        self.current: dict[str, Any] = {s: parse_schema(e, named_schemas={}) for s, e in self.expanded.items()}
+        self.current: dict[str, Any] = {
+            s: parse_schema(e, named_schemas={}) for s, e in self.expanded.items()
+        }
         self.fingerprints: dict[bytes, tuple[str, Any]] = {}
         for subject, schema in self.current.items():
             self.fingerprints[self.fingerprint(schema)] = (subject, schema)
@@ -163,13 +165,17 @@ class AvroCodec:
             (schema_id,) = struct.unpack(">I", data[1:5])
             writer = self._writer_for_id(schema_id)
             return _from_avro_datum(subject, _read(writer, reader, data[5:]))
-        raise AvroDecodeError("not an Avro record: neither Confluent (0x00) nor single-object (0xC3 0x01) framing")
+        raise AvroDecodeError(
+            "not an Avro record: neither Confluent (0x00) nor single-object (0xC3 0x01) framing"
+        )
 
     def _writer_for_id(self, schema_id: int) -> Any:
         if schema_id in self._by_id:
             return self._by_id[schema_id]
         if self.registry is None:
-            raise AvroDecodeError(f"Confluent-framed record (schema id {schema_id}) but no schema registry is configured")
+            raise AvroDecodeError(
+                f"Confluent-framed record (schema id {schema_id}) but no schema registry is configured"
+            )
         try:
             schema = self.registry.get_schema(schema_id)
         except Exception as exc:  # the registry client raises its own error types

@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from streams.core.chunkers.base import Chunker, ChunkDraft
+from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument, ChunkRecord
 
@@ -71,7 +71,11 @@ def build_records(
     """Records in reading order; `position` is the index, `chunk_count` lets consumers see completeness."""
     tokenizer = chunker.tokenizer
     texts = [d.text for d in drafts]
-    counts = tokenizer.count_many(texts) if hasattr(tokenizer, "count_many") else [tokenizer.count(t) for t in texts]
+    counts = (
+        tokenizer.count_many(texts)
+        if hasattr(tokenizer, "count_many")
+        else [tokenizer.count(t) for t in texts]
+    )
     records: list[ChunkRecord] = []
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         body: dict[str, Any] = {

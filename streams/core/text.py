@@ -183,3 +183,86 @@ def collapse_whitespace(text: str) -> str:
     while out and not out[-1]:
         out.pop()
     return "\n".join(out)
+
+
+# --- sentence units for embedding strategies (semantic, cluster) ---------------------------------
+
+_BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|\|))")
+
+
+def block_sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Sentences that never cross a paragraph, a list item, a Markdown heading or a table row.
+
+    Paragraphs first (blank lines, so also page breaks of the document stream), then lines that
+    open a new block, then `sentence_spans` inside each block.
+    """
+    spans: list[Span] = []
+    for p_start, p_end in paragraph_spans(text, start, end):
+        cursor = p_start
+        for cut in [m.start() for m in _BLOCK_LINE.finditer(text, p_start, p_end)] + [p_end]:
+            spans.extend(sentence_spans(text, cursor, cut))
+            cursor = cut
+    return spans
+
+
+def split_span_by_tokens(
+    text: str,
+    span: Span,
+    max_tokens: int,
+    encode: Callable[[str], list[int]],
+    decode_with_offsets: Callable[[list[int]], tuple[str, list[int]]],
+) -> list[Span]:
+    """Hard-split an over-long span into pieces of at most max_tokens, cutting before whitespace when
+    one lies in the second half of the window (tiktoken's `decode_with_offsets` gives exact offsets)."""
+    start, end = span
+    ids = encode(text[start:end])
+    if len(ids) <= max_tokens:
+        return [span]
+    _, offsets = decode_with_offsets(ids)
+    pieces: list[Span] = []
+    index = 0
+    while index < len(ids):
+        stop = min(index + max_tokens, len(ids))
+        if stop < len(ids):
+            for back in range(stop, index + max(1, max_tokens // 2), -1):
+                if text[start + offsets[back]].isspace():
+                    stop = back
+                    break
+        piece_end = start + offsets[stop] if stop < len(ids) else end
+        s, e = trim_span(text, start + offsets[index], piece_end)
+        if e > s:
+            pieces.append((s, e))
+        index = stop
+    return pieces
+
+
+def pack_units_exact(
+    units: Sequence[Span], counts: Sequence[int], max_tokens: int, count_range: Callable[[int, int], int]
+) -> list[list[int]]:
+    """Greedy packing of consecutive units into index groups whose exact joined count fits max_tokens.
+
+    The running sum of `counts` proposes a group; `count_range(start, end)` then checks the real
+    count of the joined range (tokenization is not additive) and shrinks the group until it fits,
+    so the maximum is hard as long as every single unit fits.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    estimate = 0
+    for index, tokens in enumerate(counts):
+        if current and estimate + tokens + 1 > max_tokens:
+            groups.append(current)
+            current, estimate = [], 0
+        current.append(index)
+        estimate += tokens + (1 if len(current) > 1 else 0)
+    if current:
+        groups.append(current)
+    out: list[list[int]] = []
+    for group in groups:
+        rest = group
+        while rest:
+            size = len(rest)
+            while size > 1 and count_range(units[rest[0]][0], units[rest[size - 1]][1]) > max_tokens:
+                size -= 1
+            out.append(rest[:size])
+            rest = rest[size:]
+    return out

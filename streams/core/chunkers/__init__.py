@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from streams.core.chunkers.base import Chunker, ChunkDraft, ChunkingError
+from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.tokenizers import Tokenizer, get_tokenizer
 
 # name -> "module:Class"; a strategy module may be missing until its issue lands.

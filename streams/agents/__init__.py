@@ -1,0 +1,1 @@
+"""Faust agents: thin shells that decode, call the pure core, encode and publish."""

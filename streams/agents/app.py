@@ -1,0 +1,246 @@
+"""Faust apps. Each role is its own app id, hence its own consumer group: the assembler, and one chunker
+per strategy, so each scales and replays on its own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import faust
+
+from streams.codec.avro import AvroCodec
+from streams.core.assembly import Assembler, Completed, Dead, Limits
+from streams.core.events import DeadLetter
+from streams.settings import Settings
+
+log = logging.getLogger("streams.agents")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def group_id(role: str) -> str:
+    """Consumer group (faust app id) of a role: `streams-assembler`, `streams-chunker-window`, ..."""
+    return f"streams-{role}"
+
+
+def _broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:
+    if settings.sasl_mechanism and settings.sasl_username:
+        ssl_context = None
+        if settings.security_protocol.upper().endswith("SSL"):
+            import ssl
+
+            ssl_context = ssl.create_default_context(cafile=settings.ssl_cafile)
+        return faust.SASLCredentials(
+            username=settings.sasl_username,
+            password=settings.sasl_password or "",
+            mechanism=settings.sasl_mechanism,
+            ssl_context=ssl_context,
+        )
+    return None
+
+
+def make_app(role: str, settings: Settings) -> faust.App:
+    (settings.data_dir / "faust" / role).mkdir(parents=True, exist_ok=True)
+    app = faust.App(
+        group_id(role),
+        broker=f"kafka://{settings.broker}",
+        broker_credentials=_broker_credentials(settings),
+        store="memory://",
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication_factor,
+        key_serializer="raw",
+        value_serializer="raw",
+        processing_guarantee=settings.processing_guarantee,
+        producer_max_request_size=settings.max_message_bytes,
+        consumer_max_fetch_size=settings.max_message_bytes,
+        producer_compression_type="gzip",
+        web_enabled=settings.web_port > 0,
+        web_port=settings.web_port or 6066,
+        web_host="127.0.0.1",
+        datadir=str(settings.data_dir / "faust" / role),
+        consumer_auto_offset_reset="earliest",
+        broker_commit_every=100,
+        broker_commit_interval=1.0,
+        stream_wait_empty=False,
+        topic_disable_leader=True,
+    )
+    return app
+
+
+class DeadLetterWriter:
+    """Publishes dead letters as Avro; one record per original message so each keeps its bytes."""
+
+    def __init__(self, app: faust.App, settings: Settings, codec: AvroCodec) -> None:
+        self.topic = app.topic(settings.topics.dead_letter, key_type=bytes, value_type=bytes)
+        self.codec = codec
+        self.name = settings.topics.dead_letter
+
+    async def send(
+        self,
+        stage: str,
+        code: str,
+        reason: str,
+        source_topic: str,
+        value: bytes | None,
+        key: bytes | None = None,
+        partition: int = -1,
+        offset: int = -1,
+        doc_id: str | None = None,
+    ) -> None:
+        letter = DeadLetter(
+            reason_code=code,
+            reason=reason,
+            stage=stage,
+            source_topic=source_topic,
+            source_partition=partition,
+            source_offset=offset,
+            key=key,
+            value=value,
+            doc_id=doc_id,
+            timestamp_ms=now_ms(),
+        )
+        log.warning("dead letter: %s %s: %s", stage, code, reason)
+        await self.topic.send(
+            key=key or (doc_id or "").encode(),
+            value=self.codec.encode("dead_letter", letter.model_dump(), self.name),
+        )
+
+
+def assembler_app(settings: Settings) -> faust.App:
+    """Pages in, assembled documents out; state in two changelogged tables keyed by document version."""
+    app = make_app("assembler", settings)
+    codec = AvroCodec(settings.schema_registry_url)
+    topics = settings.topics
+    source = app.topic(topics.pages, topics.ticks, key_type=bytes, value_type=bytes)
+    ticks = app.topic(topics.ticks, key_type=bytes, value_type=bytes)
+    documents = app.topic(topics.documents, key_type=bytes, value_type=bytes)
+    dead = DeadLetterWriter(app, settings, codec)
+    headers = app.Table(
+        "assembly-headers", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
+    )
+    pages = app.Table(
+        "assembly-pages", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
+    )
+    limits = Limits(
+        max_page_bytes=settings.max_page_bytes,
+        max_pages=settings.max_pages,
+        max_document_bytes=settings.max_document_bytes,
+        max_pending_bytes=settings.max_pending_bytes,
+        timeout_ms=int(settings.assembly_timeout_s * 1000),
+    )
+    assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
+
+    @app.agent(source)
+    async def assemble(stream: faust.StreamT) -> None:
+        async for event in stream.events():
+            message = event.message
+            if message.topic == topics.ticks:
+                outcomes = assembler.on_tick(message.partition, now_ms())
+            else:
+                outcomes = assembler.on_page(event.value, message.partition, now_ms())
+            for outcome in outcomes:
+                if isinstance(outcome, Completed):
+                    doc = outcome.document
+                    payload = codec.encode(
+                        "assembled_document", doc.model_dump(mode="json"), topics.documents
+                    )
+                    await documents.send(key=doc.doc_id.encode(), value=payload)
+                elif isinstance(outcome, Dead):
+                    for raw in outcome.pages or [b""]:
+                        await dead.send(
+                            "assembly",
+                            outcome.code,
+                            outcome.reason,
+                            message.topic if message.topic == topics.pages else topics.pages,
+                            raw,
+                            key=message.key
+                            if message.topic == topics.pages
+                            else (outcome.doc_id or "").encode(),
+                            partition=message.partition,
+                            offset=message.offset if message.topic == topics.pages else -1,
+                            doc_id=outcome.doc_id,
+                        )
+
+    @app.timer(interval=settings.sweep_interval_s)
+    async def tick() -> None:
+        # A tick per partition lets the agent expire documents inside its own stream context.
+        for partition in range(settings.partitions):
+            await ticks.send(key=b"tick", value=b"tick", partition=partition)
+
+    return app
+
+
+def chunker_app(strategy: str, settings: Settings) -> faust.App:
+    """Assembled documents in, Avro chunk records out, for one strategy."""
+    from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.events import AssembledDocument
+    from streams.core.records import build_records
+    from streams.core.tokenizers import get_tokenizer
+
+    app = make_app(f"chunker-{strategy}", settings)
+    codec = AvroCodec(settings.schema_registry_url)
+    topics = settings.topics
+    documents = app.topic(topics.documents, key_type=bytes, value_type=bytes)
+    chunks = app.topic(topics.chunks, key_type=bytes, value_type=bytes)
+    dead = DeadLetterWriter(app, settings, codec)
+    chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
+
+    def run(raw: bytes) -> list[bytes]:
+        doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
+        drafts = chunker.chunk(doc)
+        records = build_records(doc, chunker, drafts)
+        return [
+            (r.chunk_id.encode(), codec.encode("chunk_record", r.model_dump(), topics.chunks))
+            for r in records
+        ]
+
+    @app.agent(documents)
+    async def chunk(stream: faust.StreamT) -> None:
+        loop = asyncio.get_running_loop()
+        async for event in stream.events():
+            message = event.message
+            try:
+                encoded = await loop.run_in_executor(None, run, event.value)
+            except ChunkingError as exc:
+                await dead.send(
+                    f"chunk:{strategy}",
+                    exc.code,
+                    str(exc),
+                    message.topic,
+                    event.value,
+                    message.key,
+                    message.partition,
+                    message.offset,
+                )
+                continue
+            except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
+                log.exception("chunker %s failed", strategy)
+                await dead.send(
+                    f"chunk:{strategy}",
+                    "chunker_error",
+                    f"{type(exc).__name__}: {exc}",
+                    message.topic,
+                    event.value,
+                    message.key,
+                    message.partition,
+                    message.offset,
+                )
+                continue
+            if not encoded:
+                await dead.send(
+                    f"chunk:{strategy}",
+                    "no_chunks",
+                    "the strategy produced no chunks for this document",
+                    message.topic,
+                    event.value,
+                    message.key,
+                    message.partition,
+                    message.offset,
+                )
+            for key, value in encoded:
+                await chunks.send(key=key, value=value)
+
+    return app

@@ -1,0 +1,358 @@
+"""Page assembly as a pure state machine over two key-value maps (faust tables in production).
+
+A document version (doc_id, amendment) is complete when pages 1..page_count are all present. Arrival
+order does not matter; an identical duplicate is a no-op. Everything that cannot complete goes out as a
+`Dead` outcome carrying the original bytes of every page, so nothing is dropped silently. The clock is a
+parameter (`now_ms`), which keeps this module deterministic and testable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from streams.core.document import assemble
+from streams.core.events import AssembledDocument, PageEvent
+
+SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_page_bytes: int = 2_000_000
+    max_pages: int = 5_000
+    max_document_bytes: int = 16_000_000
+    max_pending_bytes: int = 256_000_000
+    timeout_ms: int = 300_000
+    #: How long a finished or dead document's header is kept to recognise late duplicates.
+    retention_ms: int = 3_600_000
+
+
+class BadInput(ValueError):
+    """Input that cannot become a page; `code` is a stable machine-readable reason."""
+
+    def __init__(self, code: str, reason: str, doc_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.doc_id = doc_id
+
+
+@dataclass(frozen=True)
+class Completed:
+    document: AssembledDocument
+
+
+@dataclass(frozen=True)
+class Dead:
+    code: str
+    reason: str
+    doc_id: str | None
+    pages: list[bytes] = field(default_factory=list)
+
+
+Outcome = Completed | Dead
+
+
+def _check_depth(raw: bytes, limit: int = 64) -> None:
+    """Reject JSON nested deeper than any page event needs, before the parser recurses into it."""
+    depth = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):
+            depth += 1
+            if depth > limit:
+                raise BadInput("json_too_deep", f"JSON nesting deeper than {limit} levels")
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
+
+
+def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> PageEvent:
+    """Bytes (JSON, or Avro when `decode_avro` is given) to a validated page, or BadInput."""
+    if raw is None or len(raw) == 0:
+        raise BadInput("empty_message", "message has no value")
+    if len(raw) > max_bytes:
+        raise BadInput("page_too_large", f"page message is {len(raw)} bytes, over the {max_bytes}-byte limit")
+    if decode_avro is not None and raw[:1] in (b"\x00", b"\xc3"):
+        try:
+            data = decode_avro(raw)
+        except ValueError as exc:
+            raise BadInput("invalid_avro", f"page is not a readable Avro record: {exc}") from exc
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadInput(
+                "invalid_utf8",
+                f"page is not valid UTF-8 at byte {exc.start} (declare and convert the encoding upstream)",
+            ) from exc
+        _check_depth(raw)
+        try:
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise BadInput("invalid_json", f"page is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise BadInput("invalid_page_event", f"page event must be a JSON object, got {type(data).__name__}")
+    doc_id = data.get("doc_id") if isinstance(data.get("doc_id"), str) else None
+    try:
+        page = PageEvent.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "event"
+        raise BadInput(
+            "invalid_page_event", f"{where}: {first['msg']} ({exc.error_count()} error(s))", doc_id
+        ) from exc
+    if page.page_number > page.page_count:
+        raise BadInput(
+            "page_out_of_range",
+            f"page_number {page.page_number} is beyond page_count {page.page_count}",
+            page.doc_id,
+        )
+    return page
+
+
+def _has_content(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)
+
+
+class Assembler:
+    """Collects pages per document version in `headers` (JSON) and `pages` (raw bytes) maps."""
+
+    def __init__(
+        self,
+        headers: MutableMapping[str, bytes],
+        pages: MutableMapping[str, bytes],
+        limits: Limits | None = None,
+        decode_avro=None,
+    ) -> None:
+        self.headers = headers
+        self.pages = pages
+        self.limits = limits or Limits()
+        self.decode_avro = decode_avro
+
+    # -- state helpers -------------------------------------------------------------------------
+    @staticmethod
+    def doc_key(doc_id: str, amendment: int) -> str:
+        return f"{doc_id}{SEP}{amendment}"
+
+    @staticmethod
+    def page_key(doc_key: str, page_number: int) -> str:
+        return f"{doc_key}{SEP}{page_number}"
+
+    def _header(self, key: str) -> dict | None:
+        raw = self.headers.get(key)
+        return json.loads(raw) if raw else None
+
+    def _put_header(self, key: str, header: dict) -> None:
+        self.headers[key] = json.dumps(header, sort_keys=True).encode()
+
+    def _take_pages(self, key: str, header: dict) -> list[bytes]:
+        out = []
+        for number in sorted(header.get("received", [])):
+            pkey = self.page_key(key, number)
+            raw = self.pages.get(pkey)
+            if raw is not None:
+                out.append(raw)
+                del self.pages[pkey]
+        return out
+
+    def _kill(self, key: str, header: dict, code: str, reason: str, extra: list[bytes], now_ms: int) -> Dead:
+        pages = self._take_pages(key, header) + extra
+        self._put_header(
+            key, {"state": "dead", "code": code, "updated_ms": now_ms, "partition": header.get("partition")}
+        )
+        return Dead(code, reason, header.get("doc_id"), pages)
+
+    def pending_bytes(self) -> int:
+        total = 0
+        for raw in self.headers.values():
+            header = json.loads(raw)
+            if header.get("state") == "open":
+                total += header.get("bytes", 0)
+        return total
+
+    # -- events --------------------------------------------------------------------------------
+    def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0) -> list[Outcome]:
+        try:
+            page = parse_page(raw, self.decode_avro, self.limits.max_page_bytes)
+        except BadInput as exc:
+            return [Dead(exc.code, exc.reason, exc.doc_id, [raw])]
+        if page.page_count > self.limits.max_pages:
+            return [
+                Dead(
+                    "document_too_large",
+                    f"page_count {page.page_count} is over the {self.limits.max_pages}-page limit",
+                    page.doc_id,
+                    [raw],
+                )
+            ]
+        key = self.doc_key(page.doc_id, page.amendment_number)
+        header = self._header(key)
+        if header is not None and header["state"] == "dead":
+            return [
+                Dead(
+                    header["code"],
+                    f"document was already dead-lettered ({header['code']}); late page {page.page_number}",
+                    page.doc_id,
+                    [raw],
+                )
+            ]
+        if header is not None and header["state"] == "done":
+            if header.get("digests", {}).get(str(page.page_number)) == _digest(page):
+                return []
+            return [
+                Dead(
+                    "conflicting_duplicate",
+                    f"page {page.page_number} differs from the one already assembled",
+                    page.doc_id,
+                    [raw],
+                )
+            ]
+        if header is None:
+            header = {
+                "state": "open",
+                "doc_id": page.doc_id,
+                "page_count": page.page_count,
+                "received": [],
+                "digests": {},
+                "bytes": 0,
+                "first_ms": now_ms,
+                "updated_ms": now_ms,
+                "partition": partition,
+            }
+        if page.page_count != header["page_count"]:
+            return [
+                self._kill(
+                    key,
+                    header,
+                    "page_count_changed",
+                    f"page {page.page_number} says page_count {page.page_count}, earlier pages said {header['page_count']}",
+                    [raw],
+                    now_ms,
+                )
+            ]
+        number = str(page.page_number)
+        if number in header["digests"]:
+            if header["digests"][number] == _digest(page):
+                return []
+            return [
+                self._kill(
+                    key,
+                    header,
+                    "conflicting_duplicate",
+                    f"page {page.page_number} arrived twice with different content",
+                    [raw],
+                    now_ms,
+                )
+            ]
+        if header["bytes"] + len(raw) > self.limits.max_document_bytes:
+            return [
+                self._kill(
+                    key,
+                    header,
+                    "document_too_large",
+                    f"document is over the {self.limits.max_document_bytes}-byte limit",
+                    [raw],
+                    now_ms,
+                )
+            ]
+        header["digests"][number] = _digest(page)
+        header["received"].append(page.page_number)
+        header["bytes"] += len(raw)
+        header["updated_ms"] = now_ms
+        self.pages[self.page_key(key, page.page_number)] = raw
+        if len(header["received"]) < header["page_count"]:
+            self._put_header(key, header)
+            outcomes: list[Outcome] = []
+            if self.pending_bytes() > self.limits.max_pending_bytes:
+                outcomes.extend(self._evict_oldest(now_ms))
+            return outcomes
+        return [self._complete(key, header, now_ms)]
+
+    def _complete(self, key: str, header: dict, now_ms: int) -> Outcome:
+        raws = self._take_pages(key, header)
+        pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws]
+        done = {
+            "state": "done",
+            "digests": header["digests"],
+            "updated_ms": now_ms,
+            "partition": header["partition"],
+        }
+        self._put_header(key, done)
+        if not any(_has_content(p.text) for p in pages):
+            return Dead(
+                "empty_document", "every page is empty or has no letters or digits", header["doc_id"], raws
+            )
+        return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms))
+
+    def _evict_oldest(self, now_ms: int) -> list[Outcome]:
+        open_docs = sorted(
+            (
+                (json.loads(v)["first_ms"], k)
+                for k, v in self.headers.items()
+                if json.loads(v).get("state") == "open"
+            ),
+        )
+        if not open_docs:
+            return []
+        _, key = open_docs[0]
+        header = self._header(key)
+        assert header is not None
+        return [
+            self._kill(
+                key,
+                header,
+                "assembly_capacity",
+                f"pending pages over the {self.limits.max_pending_bytes}-byte limit; oldest incomplete document evicted",
+                [],
+                now_ms,
+            )
+        ]
+
+    def on_tick(self, partition: int | None = None, now_ms: int = 0) -> list[Outcome]:
+        """Expire incomplete documents past the timeout and forget old finished headers."""
+        outcomes: list[Outcome] = []
+        for key in list(self._keys_for(partition)):
+            header = self._header(key)
+            if header is None:
+                continue
+            age = now_ms - header.get("updated_ms", 0)
+            if header["state"] == "open" and now_ms - header["first_ms"] > self.limits.timeout_ms:
+                missing = sorted(set(range(1, header["page_count"] + 1)) - set(header["received"]))
+                shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+                outcomes.append(
+                    self._kill(
+                        key,
+                        header,
+                        "incomplete_timeout",
+                        f"incomplete after {self.limits.timeout_ms} ms; missing pages {shown}",
+                        [],
+                        now_ms,
+                    )
+                )
+            elif header["state"] in ("done", "dead") and age > self.limits.retention_ms:
+                del self.headers[key]
+        return outcomes
+
+    def _keys_for(self, partition: int | None) -> Iterator[str]:
+        for key, raw in list(self.headers.items()):
+            if partition is None or json.loads(raw).get("partition") == partition:
+                yield key.decode() if isinstance(key, bytes) else key
+
+
+def _digest(page: PageEvent) -> str:
+    import hashlib
+
+    return hashlib.sha256(page.model_dump_json().encode()).hexdigest()[:32]

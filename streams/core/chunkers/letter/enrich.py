@@ -1,0 +1,405 @@
+"""Deterministic metadata for letter chunks (seed 000 §1.2, §3): gazetteers and regexes, no models."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+COMPANIES: tuple[str, ...] = (
+    "Berkshire Hathaway",
+    "GEICO",
+    "General Re",
+    "Gen Re",
+    "National Indemnity",
+    "See's Candies",
+    "See’s",
+    "Buffalo News",
+    "Buffalo Evening News",
+    "Nebraska Furniture Mart",
+    "Wesco",
+    "Blue Chip Stamps",
+    "Illinois National Bank",
+    "Home & Automobile",
+    "Cornhusker Casualty",
+    "Lakeland Fire & Casualty",
+    "Texas United Insurance",
+    "Diversified Retailing",
+    "Associated Retail Stores",
+    "Precision Steel",
+    "Mutual Savings",
+    "Scott Fetzer",
+    "Kirby",
+    "World Book",
+    "Fechheimer",
+    "Borsheim's",
+    "Borsheim’s",
+    "H. H. Brown",
+    "Dexter Shoe",
+    "Helzberg",
+    "R. C. Willey",
+    "Star Furniture",
+    "Jordan's Furniture",
+    "Executive Jet",
+    "NetJets",
+    "FlightSafety",
+    "Dairy Queen",
+    "MidAmerican",
+    "Shaw Industries",
+    "Clayton Homes",
+    "Benjamin Moore",
+    "Johns Manville",
+    "Acme Brick",
+    "Fruit of the Loom",
+    "Garan",
+    "Justin Industries",
+    "Larson-Juhl",
+    "McLane",
+    "Iscar",
+    "Marmon",
+    "CORT",
+    "XTRA",
+    "Kern River",
+    "Northern Natural Gas",
+    "Burlington Northern",
+    "BNSF",
+    "Coca-Cola",
+    "Washington Post",
+    "Gillette",
+    "American Express",
+    "Wells Fargo",
+    "Freddie Mac",
+    "Capital Cities/ABC",
+    "Capital Cities",
+    "ABC",
+    "Salomon",
+    "USAir",
+    "US Airways",
+    "PetroChina",
+    "Moody's",
+    "Moody’s",
+    "Procter & Gamble",
+    "ConocoPhillips",
+    "Johnson & Johnson",
+    "Kraft",
+    "Goldman Sachs",
+    "General Electric",
+    "Swiss Re",
+    "BYD",
+    "Wal-Mart",
+    "Walmart",
+    "Exxon",
+    "Mobil",
+    "Microsoft",
+    "IBM",
+    "General Foods",
+    "Fireman's Fund",
+    "Fireman’s Fund",
+    "Champion International",
+    "Pinkerton's",
+    "Cologne Re",
+    "Wesco Financial",
+    "K&W",
+    "Lubrizol",
+    "Dow Chemical",
+    "Mars",
+    "Wrigley",
+    "Tesco",
+    "Sanofi",
+    "Munich Re",
+    "Walt Disney",
+    "Disney",
+    "ABC Company",
+    "Kansas Bankers Surety",
+    "Central States",
+)
+PEOPLE: tuple[str, ...] = (
+    "Charlie Munger",
+    "Charles Munger",
+    "Warren Buffett",
+    "Ben Graham",
+    "Benjamin Graham",
+    "Ken Chace",
+    "Jack Ringwalt",
+    "Phil Liesche",
+    "George Young",
+    "John Ringwalt",
+    "Victor Raab",
+    "Gene Abegg",
+    "Tony Nicely",
+    "Ajit Jain",
+    "Rose Blumkin",
+    "Mrs. B",
+    "Louie Blumkin",
+    "Irv Blumkin",
+    "Chuck Huggins",
+    "Stan Lipsey",
+    "Ralph Schey",
+    "Lou Simpson",
+    "Katharine Graham",
+    "Kay Graham",
+    "Tom Murphy",
+    "Dan Burke",
+    "Don Keough",
+    "Roberto Goizueta",
+    "Mike Goldberg",
+    "Bill Gates",
+    "Frank Rooney",
+    "Al Ueltschi",
+    "Rich Santulli",
+    "David Sokol",
+    "Dave Sokol",
+    "Walter Scott",
+    "Matt Rose",
+    "Doug Ivester",
+    "Bill Snyder",
+    "Jack Byrne",
+    "Ron Ferguson",
+    "Joe Brandon",
+    "Tad Montross",
+    "Greg Abel",
+    "Todd Combs",
+    "Ted Weschler",
+    "Bob Shaw",
+    "Kevin Clayton",
+    "Jim Clayton",
+    "Don Graham",
+    "Sam Walton",
+    "Phil Fisher",
+    "John Maynard Keynes",
+    "Keynes",
+    "Vince Lombardi",
+    "Mae West",
+)
+METRICS: dict[str, str] = {
+    "book value": r"book value",
+    "intrinsic value": r"intrinsic (?:business )?value",
+    "float": r"\bfloat\b",
+    "cost of float": r"cost of float",
+    "combined ratio": r"combined ratio",
+    "underwriting profit": r"underwriting (?:profit|gain)",
+    "underwriting loss": r"underwriting loss",
+    "operating earnings": r"operating earnings",
+    "net worth": r"net worth",
+    "return on equity": r"return on (?:beginning |average )?(?:shareholders[’'] )?equity",
+    "look-through earnings": r"look-through earnings",
+    "premium volume": r"premium volume|premiums written|premiums earned",
+    "market value": r"market value",
+    "pre-tax earnings": r"pre-tax earnings",
+    "net income": r"net income",
+    "earnings per share": r"(?:earnings|book value) per share|per-share (?:earnings|book value)",
+    "dividends": r"\bdividends?\b",
+    "revenues": r"\brevenues?\b|\bsales\b",
+    "goodwill": r"\bgoodwill\b",
+    "investment income": r"investment income",
+    "realized gains": r"realized (?:capital )?gains",
+    "loss reserves": r"loss reserves?",
+    "debt": r"\bborrowings?\b|\bdebt\b",
+}
+THEMES: dict[str, tuple[str, ...]] = {
+    "insurance": ("insurance", "underwriting", "reinsurance", "premium", "float", "policyholder"),
+    "acquisitions": ("acqui", "purchase of", "merger", "bought"),
+    "capital allocation": (
+        "capital allocation",
+        "allocate capital",
+        "redeploy",
+        "retained earnings",
+        "reinvest",
+    ),
+    "investments": ("stock", "equities", "portfolio", "marketable securities", "investee", "bonds"),
+    "management": ("manager", "management", "ceo", "chief executive"),
+    "accounting": ("accounting", "gaap", "goodwill", "amortization", "reported earnings"),
+    "taxes": ("tax", "irs"),
+    "shareholder returns": ("book value", "per-share", "compounded", "net worth"),
+    "share repurchases": ("repurchase", "buyback", "buy back"),
+    "dividends": ("dividend",),
+    "corporate governance": ("board of directors", "directors", "governance", "compensation"),
+    "derivatives": ("derivative",),
+    "annual meeting": ("annual meeting", "omaha", "meeting"),
+    "textiles": ("textile", "mill"),
+    "retail": ("retail", "furniture", "jewelry", "candy", "candies", "store"),
+    "utilities and energy": ("utility", "utilities", "energy", "pipeline", "electric"),
+    "banking": ("bank", "deposit", "loan"),
+    "media": ("newspaper", "broadcast", "television", "publishing"),
+    "inflation": ("inflation",),
+    "debt and risk": ("debt", "leverage", "borrow", "liquidity"),
+    "philanthropy": ("contribution", "charit", "gift"),
+}
+CONCEPTS: dict[str, tuple[str, ...]] = {
+    "economic moat": ("moat", "franchise", "competitive advantage"),
+    "margin of safety": ("margin of safety",),
+    "circle of competence": ("circle of competence", "understand the business", "businesses we understand"),
+    "float": ("float",),
+    "intrinsic value": ("intrinsic value", "intrinsic business value"),
+    "mr. market": ("mr. market",),
+    "owner earnings": ("owner earnings",),
+    "look-through earnings": ("look-through earnings",),
+    "institutional imperative": ("institutional imperative", "lemming"),
+    "owner orientation": ("owner-partner", "partners", "owner-related", "owners"),
+    "retained earnings test": ("every dollar retained", "retained earnings", "one dollar of market value"),
+    "long-term holding": ("forever", "permanent", "long-term", "never sell"),
+    "management quality": ("able and honest", "integrity", "talented manager"),
+}
+MISTAKE_WORDS = re.compile(r"\b(?:mistakes?|errors?|wrong|blunder(?:s|ed)?|misjudg\w*)\b", re.I)
+FIRST_PERSON = re.compile(r"\b(?:I|we|my|our|me|us)\b", re.I)
+PRINCIPLE_WORDS = re.compile(r"\b(?:principles?|policy|policies|we believe)\b", re.I)
+ACTIONABLE = re.compile(
+    r"\b(?:should|must|will|never|always|prefer|insist|require|want|avoid|intend)\b", re.I
+)
+ACQUISITION = re.compile(r"\b(?:acqui\w+|merger|purchased? (?:of )?(?:all|\d+%))\b", re.I)
+LOGISTICS = re.compile(
+    r"annual meeting|meeting will|hotel|airport|shuttle|designated[- ]contributions|proxy|"
+    r"shareholder-designated|reservations?|buses|ticket|Civic Auditorium|Qwest|10-K",
+    re.I,
+)
+YEAR = re.compile(r"(?<![\d$.,])(19[2-9]\d|20[0-4]\d)(?![\d,%])")
+MONEY = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?(?:\s(?:million|billion|trillion))?")
+PERCENT = re.compile(r"\d+(?:\.\d+)?%")
+FUTURE = re.compile(
+    r"\b(?:will|expect\w*|anticipate\w*|next year|in the future|coming years?|outlook|forecast\w*)\b", re.I
+)
+REPORT_YEAR = re.compile(r"\b(19\d\d|20\d\d)(?:\s+annual)?\s+(?:report|letter)", re.I)
+SENTENCE_SPLIT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
+NAME_SUFFIX = re.compile(
+    r"\b((?:[A-Z][A-Za-z&’'\-]+\s){1,3})(?:Company|Corporation|Industries|Insurance Company|Inc\.)"
+)
+DANGLING_START = re.compile(r"^(?:this|that|these|those|it|such|the above|as noted|as mentioned)\b", re.I)
+
+_COMPANY_RE = [(n, re.compile(r"(?<![A-Za-z])" + re.escape(n) + r"(?![A-Za-z])")) for n in COMPANIES]
+_PEOPLE_RE = [(n, re.compile(r"(?<![A-Za-z])" + re.escape(n) + r"(?![A-Za-z])")) for n in PEOPLE]
+_METRIC_RE = [(n, re.compile(p, re.I)) for n, p in METRICS.items()]
+
+
+def _canon(name: str) -> str:
+    return name.replace("’", "'")
+
+
+def _found(patterns: Iterable[tuple[str, re.Pattern[str]]], text: str) -> list[str]:
+    hits: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for name, rx in patterns:
+        m = rx.search(text)
+        key = _canon(name)
+        if m and key not in seen:
+            seen.add(key)
+            hits.append((m.start(), key))
+    return [name for _, name in sorted(hits)]
+
+
+def entities(text: str) -> dict[str, list[str]]:
+    """Companies and people by gazetteer (plus "X Company" names), metrics by pattern, first mention first."""
+    companies = _found(_COMPANY_RE, text)
+    for m in NAME_SUFFIX.finditer(text):
+        name = (m.group(0)).strip()
+        if name not in companies and not name.startswith(("The ", "Our ", "This ")):
+            companies.append(name)
+    companies = [c for c in companies if not any(c != o and c in o for o in companies)]
+    return {
+        "companies": companies[:12],
+        "people": _found(_PEOPLE_RE, text)[:12],
+        "metrics": _found(_METRIC_RE, text),
+    }
+
+
+def _keyword_rank(table: dict[str, tuple[str, ...]], text: str, minimum: int) -> list[str]:
+    low = text.lower()
+    scored = []
+    for order, (name, words) in enumerate(table.items()):
+        hits = sum(low.count(w) for w in words)
+        if hits >= minimum:
+            scored.append((-hits, order, name))
+    return [name for _, _, name in sorted(scored)]
+
+
+def themes(text: str) -> list[str]:
+    return _keyword_rank(THEMES, text, 2)[:4]
+
+
+def buffett_concepts(text: str) -> list[str]:
+    return _keyword_rank(CONCEPTS, text, 1)[:4]
+
+
+def sentences(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    return [s.strip() for s in SENTENCE_SPLIT.split(flat) if s.strip()]
+
+
+def principles(text: str) -> list[dict[str, str]]:
+    """Sentences that state a rule Berkshire follows: principle/policy/belief wording plus an actionable verb."""
+    found: list[dict[str, str]] = []
+    for sent in sentences(text):
+        if len(sent) > 320 or not PRINCIPLE_WORDS.search(sent) or not ACTIONABLE.search(sent):
+            continue
+        cats = _keyword_rank(THEMES, sent, 1)
+        found.append({"statement": sent, "category": cats[0] if cats else "general"})
+        if len(found) == 3:
+            break
+    return found
+
+
+def content_type(text: str, has_table: bool) -> str:
+    """§3.1 in priority order: table, first-person mistake, actionable principle, narrative."""
+    if has_table:
+        return "financial_table"
+    sents = sentences(text)
+    if any(MISTAKE_WORDS.search(s) and FIRST_PERSON.search(s) for s in sents):
+        return "mistake_confession"
+    if any(PRINCIPLE_WORDS.search(s) and ACTIONABLE.search(s) for s in sents):
+        return "principle_statement"
+    return "narrative"
+
+
+def retrieval_priority(text: str, ctype: str) -> str:
+    """§3.2: tables, principles, mistakes, acquisitions high; logistics low; the rest medium."""
+    if ctype != "narrative" or ACQUISITION.search(text):
+        return "high"
+    if len(LOGISTICS.findall(text)) >= 2:
+        return "low"
+    return "medium"
+
+
+def abstraction_level(text: str, ents: dict[str, list[str]]) -> str:
+    """§3.3: dense numbers/dates/names -> low, none -> high (pure philosophy), otherwise medium."""
+    words = max(1, len(text.split()))
+    specifics = len(MONEY.findall(text)) + len(PERCENT.findall(text)) + len(YEAR.findall(text))
+    specifics += len(ents["companies"]) + len(ents["people"])
+    density = specifics * 100 / words
+    if density >= 3:
+        return "low"
+    if specifics == 0 or density < 0.5:
+        return "high"
+    return "medium"
+
+
+def has_financial_data(text: str) -> bool:
+    return bool(MONEY.search(text) or PERCENT.search(text))
+
+
+def years(text: str) -> list[int]:
+    return sorted({int(y) for y in YEAR.findall(text)})
+
+
+def temporal(text: str, letter_year: int) -> dict[str, Any]:
+    comparison = [y for y in years(text) if y != letter_year]
+    return {
+        "primary_year": letter_year,
+        "comparison_years": comparison,
+        "future_outlook": bool(FUTURE.search(text)),
+    }
+
+
+def cross_references(text: str, letter_year: int, own_title: str, titles: Iterable[str]) -> dict[str, Any]:
+    """Other headings named in the chunk, and years of earlier letters the chunk cites."""
+    low = text.lower()
+    related = sorted({t for t in titles if t and t != own_title and len(t) > 4 and t.lower() in low})
+    cited = {int(y) for y in REPORT_YEAR.findall(text)}
+    if letter_year and re.search(r"last year[’']s (?:report|letter)", text, re.I):
+        cited.add(letter_year - 1)
+    cited.discard(letter_year)
+    return {"related_sections_same_letter": related, "related_years": sorted(cited)}
+
+
+def complete_thought(text: str) -> bool:
+    """§4.2: no dangling reference to text outside the chunk."""
+    body = text.strip()
+    return not DANGLING_START.match(body) and "the above" not in body.lower()

@@ -1,0 +1,105 @@
+"""The validation gate of seed 000 §5: the schema check exactly as written, plus the coherence checks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from streams.core.chunkers.letter.layout import LIST_MARKER, ends_sentence
+
+REQUIRED_KEYS = {"chunk_id", "content", "metadata"}
+REQUIRED_META = {
+    "letter_year", "letter_date", "source_file", "section_title", "section_hierarchy",
+    "chunk_tier", "parent_chunk_id", "child_chunk_ids", "content_type", "contextual_summary",
+    "has_table", "table_data", "has_financial_data", "entities", "themes", "buffett_concepts",
+    "principles", "temporal_references", "cross_references", "retrieval_priority",
+    "abstraction_level", "token_count", "char_count", "source_span", "standalone_exception",
+    "exception_reason", "boundary_note", "merged_from",
+}  # fmt: skip
+CHUNK_ID = re.compile(r"^\d{4}-S\d{2}-T[12]-\d{3}$")
+PLACEHOLDER = re.compile(r"^\[TABLE — see child chunk \d{4}-S\d{2}-T2-\d{3}\]$")
+MIN_TOKENS = 150
+
+
+def _check(cond: bool, what: str) -> None:
+    # The seed writes bare asserts; explicit raises keep the gate alive under `python -O`.
+    if not cond:
+        raise AssertionError(what)
+
+
+def validate(chunk: dict[str, Any]) -> None:
+    """§5.1 verbatim: raises AssertionError on the first violated rule."""
+    _check(set(chunk.keys()) == REQUIRED_KEYS, "chunk keys")
+    _check(bool(re.match(r"^\d{4}-S\d{2}-T[12]-\d{3}$", chunk["chunk_id"])), "chunk_id format")
+    m = chunk["metadata"]
+    _check(set(m.keys()) == REQUIRED_META, "metadata keys")
+    _check(m["chunk_tier"] in [1, 2], "chunk_tier")
+    _check(isinstance(m["table_data"], list), "table_data is a list")
+    _check(m["has_table"] == (len(m["table_data"]) > 0), "has_table <=> table_data")
+    if m["content_type"] == "financial_table":
+        _check(m["has_table"], "financial_table needs a table")
+
+
+def invariants(chunk: dict[str, Any]) -> list[str]:
+    """§1.3 invariants 3 and 4, which `validate` does not cover."""
+    m = chunk["metadata"]
+    problems = []
+    if str(m["chunk_tier"]) != chunk["chunk_id"].split("-")[2][1:]:
+        problems.append("chunk_tier does not match the T digit of chunk_id")
+    span = m["source_span"]
+    if not (
+        span["start_char"] < span["end_char_exclusive"]
+        or span["start_char"] == span["end_char_exclusive"] == 0
+    ):
+        problems.append("source_span is empty or reversed")
+    return problems
+
+
+def _last_line(content: str) -> str:
+    lines = [ln.strip() for ln in content.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _clean_end(content: str, is_signature_end: bool) -> bool:
+    last = _last_line(content)
+    return is_signature_end or ends_sentence(last) or bool(PLACEHOLDER.match(last)) or last.isdigit()
+
+
+def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) -> list[str]:
+    """§5.2 over one letter; returns readable problems (empty when coherent)."""
+    problems: list[str] = []
+    ids = {c["chunk_id"] for c in chunks}
+    summaries: dict[str, str] = {}
+    t1 = [(c, s) for c, s in zip(chunks, signature_ends, strict=True) if c["metadata"]["chunk_tier"] == 1]
+    for idx, (c, sig) in enumerate(t1):
+        m = c["metadata"]
+        cid = c["chunk_id"]
+        if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
+            problems.append(f"{cid}: {m['token_count']} tokens < {MIN_TOKENS} without standalone_exception")
+        if idx + 1 < len(t1) and not _clean_end(c["content"], sig):
+            problems.append(f"{cid}: ends mid-sentence")
+        if idx + 1 < len(t1):
+            nxt = t1[idx + 1][0]["content"].lstrip()
+            last = _last_line(c["content"])
+            if LIST_MARKER.match(nxt) and LIST_MARKER.match(last.lstrip()):
+                problems.append(f"{cid}: splits a numbered list")
+        prev = summaries.get(m["contextual_summary"])
+        if prev:
+            problems.append(f"{cid}: duplicate contextual_summary of {prev}")
+        summaries[m["contextual_summary"]] = cid
+        for child in m["child_chunk_ids"]:
+            if child not in ids:
+                problems.append(f"{cid}: child {child} missing")
+    for c in chunks:
+        m = c["metadata"]
+        if m["chunk_tier"] != 2:
+            continue
+        parent = next((p for p in chunks if p["chunk_id"] == m["parent_chunk_id"]), None)
+        if parent is None or c["chunk_id"] not in parent["metadata"]["child_chunk_ids"]:
+            problems.append(f"{c['chunk_id']}: orphan tier-2 chunk")
+        if not m["boundary_note"] or "context" not in m["boundary_note"]:
+            problems.append(f"{c['chunk_id']}: tier-2 chunk without narrative context")
+        if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
+            problems.append(f"{c['chunk_id']}: {m['token_count']} tokens < {MIN_TOKENS}")
+    return problems

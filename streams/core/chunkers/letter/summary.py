@@ -1,0 +1,174 @@
+"""contextual_summary (seed 000 §1.2): an offline, deterministic composer plus the validation gate.
+
+Summaries are composed from extracted facts (year, topic, companies, people, metrics, amounts, years)
+in sentence frames picked by a stable hash, then checked by `validate_summary`; any violation makes the
+composer try the next frame or drop the offending clause. An LLM-backed generator can plug in later
+behind the same gate.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+MAX_WORDS = 45
+SHARED_RUN = 8
+FORBIDDEN = [
+    (re.compile(r"\bsections?\b", re.I), "mentions a section"),
+    (re.compile(r"\bpart\s+\w+\s+of\s+\w+", re.I), "mentions part X of Y"),
+    (re.compile(r"\b(?:document|chunk|paragraph|excerpt|passage)s?\b", re.I), "mentions document structure"),
+    (re.compile(r"\bBuffett discusses\b", re.I), "uses the template 'Buffett discusses'"),
+    (re.compile(r"\b(?:this|the) \w* ?talks about\b", re.I), "uses the template 'talks about'"),
+    (re.compile(r"\.\.\.|…"), "contains an ellipsis"),
+]
+_WORD = re.compile(r"[A-Za-z0-9$%’'\-]+")
+_SENT_END = re.compile(r"[.?!](?=\s|$)")
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+
+
+def validate_summary(summary: str, chunk_text: str) -> list[str]:
+    """Every rule of §1.2 that `summary` breaks; empty when it passes."""
+    problems: list[str] = []
+    s = summary.strip()
+    if not s:
+        return ["empty"]
+    words = s.split()
+    if len(words) > MAX_WORDS:
+        problems.append(f"{len(words)} words > {MAX_WORDS}")
+    n_sent = len(_SENT_END.findall(s))
+    if not 1 <= n_sent <= 3:
+        problems.append(f"{n_sent} sentences, need 1-3")
+    if not s[0].isupper():
+        problems.append("does not start with a capital letter")
+    if s[-1] not in ".!?":
+        problems.append("does not end with a full stop (truncated)")
+    if s.rstrip(".!?").endswith("-"):
+        problems.append("ends with a truncated word")
+    for rx, why in FORBIDDEN:
+        if rx.search(s):
+            problems.append(why)
+    segments = [seg.strip() for seg in re.split(r"[,;]", s)]
+    if len(segments) >= 4 and sum(len(seg.split()) <= 2 for seg in segments) >= len(segments) - 1:
+        problems.append("reads as a keyword list")
+    if _shared_run(s, chunk_text):
+        problems.append(f"copies a run of {SHARED_RUN}+ words from the chunk")
+    return problems
+
+
+def _shared_run(summary: str, text: str) -> bool:
+    sw = _words(summary)
+    if len(sw) < SHARED_RUN:
+        return False
+    tw = _words(text)
+    grams = {tuple(tw[i : i + SHARED_RUN]) for i in range(len(tw) - SHARED_RUN + 1)}
+    return any(tuple(sw[i : i + SHARED_RUN]) in grams for i in range(len(sw) - SHARED_RUN + 1))
+
+
+@dataclass(slots=True)
+class Facts:
+    """What the composer may say about a chunk."""
+
+    key: str
+    year: int
+    topic: str
+    tier: int
+    content_type: str
+    companies: list[str] = field(default_factory=list)
+    people: list[str] = field(default_factory=list)
+    metrics: list[str] = field(default_factory=list)
+    themes: list[str] = field(default_factory=list)
+    amounts: list[str] = field(default_factory=list)
+    years: list[int] = field(default_factory=list)
+    future: bool = False
+    table_name: str = ""
+    rows: int = 0
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _when(year: int) -> str:
+    return str(year) if year else "an undated"
+
+
+LEADS_T1 = (
+    "Berkshire Hathaway's {y} shareholder letter turns to {topic}{co}.",
+    "In the {y} letter to Berkshire owners, Warren Buffett reviews {topic}{co}.",
+    "Buffett's {y} report to Berkshire shareholders examines {topic}{co}.",
+    "Berkshire's {y} annual letter addresses {topic}{co}.",
+    "Writing to shareholders about {y}, Buffett takes up {topic}{co}.",
+)
+LEADS_T2 = (
+    "A table in Berkshire's {y} letter reports {topic}{co}.",
+    "Berkshire's {y} shareholder letter tabulates {topic}{co}.",
+    "Figures from Buffett's {y} letter lay out {topic}{co}.",
+)
+
+
+def _extras(f: Facts) -> list[str]:
+    """Candidate follow-up sentences, most specific first."""
+    out: list[str] = []
+    if f.tier == 2 and f.rows:
+        span = f" spanning {f.years[0]} to {f.years[-1]}" if len(f.years) >= 2 else ""
+        out.append(f"It lists {f.rows} rows of figures{span}, with Buffett's commentary on what they show.")
+    if f.content_type == "mistake_confession":
+        out.append("Buffett candidly owns up to a misjudgment and what it cost Berkshire.")
+    if f.content_type == "principle_statement":
+        theme = f.themes[0] if f.themes else "running Berkshire"
+        out.append(f"A guiding Berkshire rule on {theme} is spelled out.")
+    if f.metrics and f.amounts:
+        out.append(f"Figures cited include {f.amounts[0]} alongside {_join(f.metrics[:2])}.")
+    elif f.metrics:
+        out.append(f"The measures in focus are {_join(f.metrics[:2])}.")
+    elif f.amounts:
+        out.append(f"Amounts mentioned include {_join(f.amounts[:2])}.")
+    if f.people:
+        out.append(f"{_join(f.people[:2])} {'feature' if len(f.people) > 1 else 'features'} in the account.")
+    if f.years and f.tier == 1:
+        out.append(f"Comparisons reach back to {f.years[0]}.")
+    if f.future:
+        out.append("Expectations for the years ahead are also set out.")
+    if len(f.themes) >= 2:
+        out.append(f"Related themes are {f.themes[0]} and {f.themes[1]}.")
+    return out
+
+
+def compose(f: Facts, chunk_text: str, taken: set[str]) -> str:
+    """A valid summary not yet in `taken`; tries frames and follow-ups in a stable order."""
+    leads = LEADS_T2 if f.tier == 2 else LEADS_T1
+    start = zlib.crc32(f.key.encode()) % len(leads)
+    co_options = [f.companies[:2], f.companies[:1], []] if f.companies else [[]]
+    extras = _extras(f)
+    fallback = ""
+    for shift in range(len(leads)):
+        frame = leads[(start + shift) % len(leads)]
+        for cos in co_options:
+            co = f" at {_join(cos)}" if cos and f.tier == 1 else (f" for {_join(cos)}" if cos else "")
+            lead = frame.format(y=_when(f.year), topic=f.topic, co=co)
+            for text in _variants(lead, extras):
+                if validate_summary(text, chunk_text):
+                    continue
+                fallback = fallback or text
+                if text not in taken:
+                    return text
+    return fallback or f"Berkshire Hathaway's {_when(f.year)} shareholder letter covers {f.topic}."
+
+
+def _variants(lead: str, extras: Sequence[str]) -> list[str]:
+    """Lead alone last: richer combinations come first so neighbours differ."""
+    out: list[str] = []
+    for i, a in enumerate(extras):
+        for b in extras[i + 1 :]:
+            out.append(f"{lead} {a} {b}")
+        out.append(f"{lead} {a}")
+    out.append(lead)
+    return [t for t in out if len(t.split()) <= MAX_WORDS]

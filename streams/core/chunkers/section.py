@@ -1,0 +1,348 @@
+"""Structure-based section chunking for solicitations (seed 002).
+
+Phase 1: headings are detected line by line (Markdown `#`, `SECTION 1:` / `ARTICLE II` / `PART 3`
+style labels, numbered titles such as `1.2 Title`, short ALL-CAPS lines, short lines ending in a colon).
+Each section (heading plus body) is classified by keywords into requirement, specification, condition,
+evaluation_criteria, scope_of_work or other: keywords in the heading decide; otherwise the body keyword
+with the most hits (at least two) decides. A section of at most `max_tokens` is one chunk; a longer one
+is packed at paragraph boundaries toward `min_tokens`..`max_tokens`, refining to sentences, then words.
+Phase 2: `requirement_flag` is set when the chunk text contains shall/must/required/requirement/mandatory
+(or the chunk is part of a sentence that does). Tables (pipe tables, tab-separated rows, aligned
+numeric columns, CLIN / line item rows) are cut out of the prose as their own chunks with
+`is_table=True` and `table_kind` "pricing_table" when pricing, CLIN or line item wording is present;
+sinks keep them out of the vector store.
+Phase 3: without any heading the paragraph fallback packs paragraphs to the same token bounds.
+`is_critical` = the section is a requirement or evaluation_criteria section, or the chunk carries the
+requirement flag: the chunks a bid team must not miss.
+File filtering (`file_filter_decision`) is a pure function the agent applies at publish time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from streams.core.chunkers.base import ChunkDraft, Chunker
+from streams.core.events import AssembledDocument
+from streams.core.text import (
+    Span,
+    line_spans,
+    pack_spans,
+    paragraph_spans,
+    sentence_spans,
+    trim_span,
+)
+from streams.core.tokenizers import Tokenizer
+
+SECTION_TYPES = ("requirement", "specification", "condition", "evaluation_criteria", "scope_of_work", "other")
+
+# Priority order matters on ties: the more specific types first.
+_TYPE_KEYWORDS: dict[str, re.Pattern[str]] = {
+    "evaluation_criteria": re.compile(r"\b(evaluation|evaluated|criteria|criterion|scoring)\b", re.I),
+    "scope_of_work": re.compile(
+        r"\b(scope|statement of work|sow|performance work statement|pws|statement of objectives|soo)\b", re.I
+    ),
+    "specification": re.compile(r"\b(specifications?|specs?|technical spec\w*)\b", re.I),
+    "requirement": re.compile(r"\b(requirements?|shall|must)\b", re.I),
+    "condition": re.compile(r"\b(conditions?|terms|clauses?)\b", re.I),
+}
+_REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
+_PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
+_LABEL_HEADING = re.compile(
+    r"^(SECTION|ARTICLE|PART|ATTACHMENT|APPENDIX|EXHIBIT|ANNEX|CHAPTER)\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
+    re.I,
+)
+_NUMBERED_HEADING = re.compile(r"^((?:\d{1,3}\.)*\d{1,3})\.?\)?\s+([A-Z][^\n]*)$")
+_LETTERED_HEADING = re.compile(r"^([A-Z])\.\s+([A-Z][^\n]*)$")
+_NUMERIC_CELL = re.compile(r"^[($\-–]?\$?\s?\d[\d,]*(\.\d+)?%?\)?$")
+_CLIN_ROW = re.compile(r"^\s*(CLIN\s*)?\d{4}[A-Z]{0,2}\b")
+_LETTERS = re.compile(r"[^\W\d_]")
+_WIDE_GAP = re.compile(r"\S(?: {2,}|\t)\S")
+
+_INCLUDE = (
+    "scope",
+    "requirement",
+    "specification",
+    "solicitation",
+    "terms",
+    "condition",
+    "work",
+    "technical",
+    "statement",
+    "criteria",
+    "evaluation",
+)
+# Acronyms of the included words (statement of work, performance work statement, objectives, RFx).
+_INCLUDE_ACRONYMS = ("sow", "pws", "soo", "rfp", "rfq", "rfi")
+_EXCLUDE = ("questionnaire", "form", "template", "blank", "example", "sample")
+
+
+def _name_words(document_name: str) -> list[str]:
+    """Words of a file name: split at non-letters and at lower->Upper case changes."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", document_name)
+    return [w.lower() for w in re.split(r"[^A-Za-z]+", spaced) if w]
+
+
+def file_filter_decision(document_name: str) -> tuple[bool, str]:
+    """Seed 002 file filter: (allowed, reason). Excludes win over includes; words match by prefix."""
+    words = _name_words(document_name)
+    for word in words:
+        for bad in _EXCLUDE:
+            if word in (bad, bad + "s"):
+                return False, f"excluded: file name contains '{bad}'"
+    for word in words:
+        for good in _INCLUDE:
+            if word.startswith(good):
+                return True, f"included: file name contains '{good}'"
+        if word in _INCLUDE_ACRONYMS:
+            return True, f"included: file name contains '{word}'"
+    return False, "excluded: file name has none of the include keywords"
+
+
+@dataclass(frozen=True, slots=True)
+class _Heading:
+    start: int
+    end: int
+    title: str
+    level: int
+
+
+@dataclass(slots=True)
+class _Section:
+    path: tuple[str, ...]
+    start: int  # first pending heading line (so the range covers the heading)
+    body_start: int
+    end: int
+    section_type: str = "other"
+
+
+def _is_tabular(line: str) -> bool:
+    """A table row: pipes, tabs, aligned numeric columns, or a CLIN row."""
+    stripped = line.strip()
+    if stripped.count("|") >= 2 or "\t" in stripped or stripped.startswith(("---", "|---", "| ---", ":--")):
+        return True
+    if "  " not in stripped:
+        return False
+    cells = re.split(r" {2,}", line.strip())
+    numeric = sum(1 for c in cells if _NUMERIC_CELL.match(c.strip()))
+    return (len(cells) >= 3 and numeric >= 2) or bool(_CLIN_ROW.match(line) and _WIDE_GAP.search(line))
+
+
+def _mostly_letters(text: str) -> bool:
+    """At least four letters and letters are 60% of the non-space characters (not a code or number)."""
+    letters = len(_LETTERS.findall(text))
+    return letters >= 4 and letters >= 0.6 * len(text.replace(" ", ""))
+
+
+def detect_heading(line: str) -> tuple[str, int] | None:
+    """(title, level) when the stripped line is a heading, else None."""
+    text = line.strip()
+    if not text or len(text) > 120 or not (text[0].isupper() or text[0].isdigit() or text[0] == "#"):
+        return None
+    if _is_tabular(line):
+        return None
+    md = _MD_HEADING.match(text)
+    if md:
+        return md.group(2).strip(), len(md.group(1))
+    if _LABEL_HEADING.match(text) and len(text.split()) <= 14:
+        return text, 1
+    words = text.split()
+    sentence_like = text[-1] in ".;,?!" and not re.search(r"\d\.$", text)
+    numbered = _NUMBERED_HEADING.match(text)
+    if numbered and len(words) <= 12 and not sentence_like:
+        return text, numbered.group(1).count(".") + 1
+    if _LETTERED_HEADING.match(text) and len(words) <= 10 and not sentence_like:
+        return text, 2
+    if text.upper() == text and len(words) <= 12 and _mostly_letters(text):
+        return None if sentence_like else (text, 1)
+    if text.endswith(":") and len(words) <= 6 and text[0].isupper():
+        return text.rstrip(":").strip(), 3
+    return None
+
+
+def find_headings(text: str, max_repeats: int = 3) -> list[_Heading]:
+    """Heading lines of the document, in order (table rows and long lines never count).
+
+    A title repeated more than `max_repeats` times is a form label ("Name:", "Values") or a running
+    header, not structure, so it is dropped.
+    """
+    found = []
+    for s, e in line_spans(text):
+        hit = detect_heading(text[s:e])
+        if hit:
+            ts, te = trim_span(text, s, e)
+            found.append(_Heading(ts, te, hit[0], hit[1]))
+    seen = Counter(h.title.lower() for h in found)
+    return [h for h in found if seen[h.title.lower()] <= max_repeats]
+
+
+def classify_section(heading: str, body: str) -> str:
+    """Seed 002 section types: heading keywords decide, else the body's dominant keyword (>= 2 hits)."""
+    for kind, pattern in _TYPE_KEYWORDS.items():
+        if pattern.search(heading):
+            return kind
+    best, best_hits = "other", 1
+    for kind, pattern in _TYPE_KEYWORDS.items():
+        hits = len(pattern.findall(body))
+        if hits > best_hits:
+            best, best_hits = kind, hits
+    return best
+
+
+def _sections(text: str, headings: list[_Heading]) -> list[_Section]:
+    """Heading-delimited sections with a heading path; headings without body merge into the next one."""
+    sections: list[_Section] = []
+    stack: list[_Heading] = []
+    pending_start: int | None = None
+    first = headings[0].start if headings else len(text)
+    if trim_span(text, 0, first)[1] > trim_span(text, 0, first)[0]:
+        sections.append(_Section((), 0, 0, first))
+    for index, heading in enumerate(headings):
+        while stack and stack[-1].level >= heading.level:
+            stack.pop()
+        stack.append(heading)
+        end = headings[index + 1].start if index + 1 < len(headings) else len(text)
+        start = heading.start if pending_start is None else pending_start
+        body = trim_span(text, heading.end, end)
+        if body[1] <= body[0] and index + 1 < len(headings):
+            pending_start = start
+            continue
+        pending_start = None
+        sections.append(_Section(tuple(h.title for h in stack), start, heading.end, end))
+    return sections
+
+
+def _segments(text: str, start: int, end: int) -> list[tuple[Span, bool]]:
+    """Split [start, end) into prose and table runs (a table needs two or more tabular lines)."""
+    lines = [(s, e, _is_tabular(text[s:e])) for s, e in line_spans(text, start, end)]
+    segments: list[tuple[Span, bool]] = []
+    index = 0
+    cursor = start
+    while index < len(lines):
+        if not lines[index][2]:
+            index += 1
+            continue
+        run_end = index
+        while run_end + 1 < len(lines) and (
+            lines[run_end + 1][2] or not text[slice(*lines[run_end + 1][:2])].strip()
+        ):
+            run_end += 1
+        while not lines[run_end][2]:
+            run_end -= 1
+        if run_end > index:
+            table_start, table_end = lines[index][0], lines[run_end][1]
+            segments.append((trim_span(text, cursor, table_start), False))
+            segments.append((trim_span(text, table_start, table_end), True))
+            cursor = table_end
+        index = run_end + 1
+    segments.append((trim_span(text, cursor, end), False))
+    return [(span, is_table) for span, is_table in segments if span[1] > span[0]]
+
+
+class SectionChunker(Chunker):
+    name = "section"
+    version = "1.0.0"
+    metadata_record = "streams.meta.SectionMetadata"
+
+    def __init__(self, tokenizer: Tokenizer, min_tokens: int = 400, max_tokens: int = 600) -> None:
+        super().__init__(tokenizer)
+        if not 0 < min_tokens <= max_tokens:
+            raise ValueError("need 0 < min_tokens <= max_tokens")
+        self.min_tokens = min_tokens
+        self.max_tokens = max_tokens
+
+    def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
+        text = doc.text
+        if not text.strip():
+            return []
+        headings = find_headings(text)
+        if headings:
+            sections = _sections(text, headings)
+        else:
+            sections = [_Section((), 0, 0, len(text))]
+        notice_id = doc.metadata.get("notice_id") or doc.doc_id
+        drafts: list[ChunkDraft] = []
+        for section in sections:
+            heading = section.path[-1] if section.path else ""
+            section.section_type = classify_section(heading, text[section.body_start : section.end])
+            for span, is_table, forced_flag in self._pieces(text, section):
+                drafts.append(self._draft(text, section, span, is_table, forced_flag, headings != []))
+        return [
+            ChunkDraft(
+                text=d.text,
+                char_start=d.char_start,
+                char_end=d.char_end,
+                section_path=d.section_path,
+                content_type=d.content_type,
+                metadata={
+                    **d.metadata,
+                    "chunk_index": i,
+                    "noticeId": notice_id,
+                    "filename": doc.document_name,
+                },
+            )
+            for i, d in enumerate(drafts)
+        ]
+
+    def _pieces(self, text: str, section: _Section) -> list[tuple[Span, bool, bool]]:
+        """(span, is_table, requirement forced) pieces of one section in reading order."""
+        out: list[tuple[Span, bool, bool]] = []
+        count = self.tokenizer.count
+        whole = trim_span(text, section.start, section.end)
+        if whole[1] <= whole[0]:
+            return out
+        segments = _segments(text, *whole)
+        if len(segments) == 1 and not segments[0][1] and count(text[whole[0] : whole[1]]) <= self.max_tokens:
+            return [(whole, False, False)]
+        for (s, e), is_table in segments:
+            units = (
+                [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]]
+                if is_table
+                else paragraph_spans(text, s, e)
+            )
+            for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens):
+                out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece)))
+        return out
+
+    @staticmethod
+    def _inside_requirement(text: str, piece: Span) -> bool:
+        """True when the piece cuts through a sentence whose other part carries a requirement keyword."""
+        s, e = piece
+        para_start = text.rfind("\n\n", 0, s) + 1
+        para_end_raw = text.find("\n\n", e)
+        para_end = len(text) if para_end_raw < 0 else para_end_raw
+        for ss, se in sentence_spans(text, para_start, para_end):
+            if ss < e and se > s and (ss < s or se > e) and _REQUIREMENT.search(text, ss, se):
+                return True
+        return False
+
+    def _draft(
+        self, text: str, section: _Section, span: Span, is_table: bool, forced_flag: bool, has_headings: bool
+    ) -> ChunkDraft:
+        s, e = span
+        body = text[s:e]
+        heading = section.path[-1] if section.path else ""
+        section_type = section.section_type
+        requirement_flag = bool(_REQUIREMENT.search(body)) or forced_flag
+        table_kind = ""
+        if is_table:
+            table_kind = "pricing_table" if _PRICING.search(body) or _PRICING.search(heading) else "table"
+        return ChunkDraft(
+            text=body,
+            char_start=s,
+            char_end=e,
+            section_path=section.path,
+            content_type=table_kind or "text",
+            metadata={
+                "section_name": heading,
+                "section_type": section_type,
+                "is_critical": section_type in ("requirement", "evaluation_criteria") or requirement_flag,
+                "requirement_flag": requirement_flag,
+                "is_table": is_table,
+                "table_kind": table_kind,
+                "structure": "headings" if has_headings else "paragraph_fallback",
+            },
+        )

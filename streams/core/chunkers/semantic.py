@@ -1,0 +1,347 @@
+"""Seed 004: semantic breakpoint chunking and similarity clustering over sentence embeddings.
+
+Both strategies split the document stream into sentences with exact offsets, embed each sentence
+once (cached per process, shared by both), group sentences, then enforce token bounds: groups
+above `max_tokens` are split at sentence boundaries, groups below `min_tokens` are merged into
+the more similar neighbour while the result fits. A hard maximum always holds: a sentence longer
+than `max_tokens` is split by tokens first. Similarities are rounded to 4 decimals before any
+comparison so tiny float differences between batchings cannot move a boundary in practice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
+from streams.core.embedding import Embedder, EmbeddingUnavailable, get_embedder
+from streams.core.events import AssembledDocument
+from streams.core.text import Span, block_sentence_spans, pack_units_exact, split_span_by_tokens
+from streams.core.tokenizers import Tokenizer
+
+ROUND = 4
+BREAKPOINT_DEFAULTS: dict[str, float] = {
+    # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
+    "percentile": 75.0,  # break above the 75th percentile of distance = below the 25th of similarity
+    "standard_deviation": 3.0,  # mean + 3 std
+    "interquartile": 1.5,  # mean + 1.5 IQR
+    "gradient": 95.0,  # 95th percentile of the distance gradient
+}
+
+
+@dataclass
+class _Group:
+    """Consecutive sentence indices [first, last] and why the group ended."""
+
+    first: int
+    last: int
+    reason: str
+
+
+def _round(values: np.ndarray) -> np.ndarray:
+    return np.round(values.astype(np.float64), ROUND)
+
+
+class _SentenceEmbeddingChunker(Chunker):
+    """Shared pipeline: sentences -> embeddings -> groups (strategy) -> bounds -> drafts."""
+
+    metadata_record: ClassVar[str] = "streams.meta.SemanticMetadata"
+    strategy_label: ClassVar[str]
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        min_tokens: int,
+        max_tokens: int,
+        embedder: Embedder | None = None,
+        model_path: str | None = None,
+    ) -> None:
+        super().__init__(tokenizer)
+        if not 0 <= min_tokens <= max_tokens or max_tokens < 8:
+            raise ValueError("need 0 <= min_tokens <= max_tokens and max_tokens >= 8")
+        self.min_tokens = min_tokens
+        self.max_tokens = max_tokens
+        self._embedder = embedder
+        self._model_path = model_path
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self._model_path)
+        return self._embedder
+
+    # --- pipeline -------------------------------------------------------------------------------
+
+    def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
+        text = doc.text
+        if not text.strip():
+            return []
+        units = self.sentence_units(text)
+        try:
+            vectors = self.embedder.encode([text[s:e] for s, e in units])
+        except EmbeddingUnavailable as exc:
+            raise ChunkingError(str(exc), "embedding_unavailable") from exc
+        counter = _RangeCounter(self.tokenizer, text)
+        groups, threshold = self.group(vectors, units)
+        groups = self._split_oversized(groups, units, counter)
+        groups = self._merge_small(groups, units, vectors, counter)
+        return [self._draft(text, units, vectors, g, threshold) for g in groups]
+
+    def sentence_units(self, text: str) -> list[Span]:
+        """Sentences, each at most max_tokens (over-long runs hard-split by tokens)."""
+        spans = block_sentence_spans(text)
+        counts = _count_many(self.tokenizer, [text[s:e] for s, e in spans])
+        units: list[Span] = []
+        for span, tokens in zip(spans, counts, strict=True):
+            if tokens <= self.max_tokens:
+                units.append(span)
+            else:
+                units.extend(_hard_split(self.tokenizer, text, span, self.max_tokens))
+        return units
+
+    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
+        """Strategy-specific grouping; returns the groups and the threshold actually applied."""
+        raise NotImplementedError
+
+    def _split_oversized(
+        self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter
+    ) -> list[_Group]:
+        out: list[_Group] = []
+        for g in groups:
+            if counter(units[g.first][0], units[g.last][1]) <= self.max_tokens:
+                out.append(g)
+                continue
+            members = list(range(g.first, g.last + 1))
+            spans = [units[i] for i in members]
+            counts = [counter(s, e) for s, e in spans]
+            packs = pack_units_exact(spans, counts, self.max_tokens, counter)
+            for n, pack in enumerate(packs):
+                reason = g.reason if n == len(packs) - 1 else "max_tokens"
+                out.append(_Group(members[pack[0]], members[pack[-1]], reason))
+        return out
+
+    def _merge_small(
+        self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
+    ) -> list[_Group]:
+        """One left-to-right pass: a group under min_tokens joins its more similar neighbour if it fits."""
+
+        def tokens(first: int, last: int) -> int:
+            return counter(units[first][0], units[last][1])
+
+        def centroid(g: _Group) -> np.ndarray:
+            return vectors[g.first : g.last + 1].sum(axis=0)
+
+        def similarity(a: _Group, b: _Group) -> float:
+            ca, cb = centroid(a), centroid(b)
+            denom = float(np.linalg.norm(ca) * np.linalg.norm(cb)) or 1.0
+            return round(float(ca @ cb) / denom, ROUND)
+
+        out: list[_Group] = []
+        pending = list(groups)
+        i = 0
+        while i < len(pending):
+            g = pending[i]
+            if tokens(g.first, g.last) >= self.min_tokens:
+                out.append(g)
+                i += 1
+                continue
+            prev = out[-1] if out and tokens(out[-1].first, g.last) <= self.max_tokens else None
+            nxt = pending[i + 1] if i + 1 < len(pending) else None
+            if nxt is not None and tokens(g.first, nxt.last) > self.max_tokens:
+                nxt = None
+            if prev is not None and (nxt is None or similarity(prev, g) >= similarity(g, nxt)):
+                out[-1] = _Group(prev.first, g.last, g.reason)
+            elif nxt is not None:
+                pending[i + 1] = _Group(g.first, nxt.last, nxt.reason)
+            else:
+                out.append(g)
+            i += 1
+        return out
+
+    def _draft(
+        self, text: str, units: Sequence[Span], vectors: np.ndarray, g: _Group, threshold: float
+    ) -> ChunkDraft:
+        start, end = units[g.first][0], units[g.last][1]
+        inner = vectors[g.first : g.last + 1]
+        sims = _round(np.einsum("ij,ij->i", inner[:-1], inner[1:])) if len(inner) > 1 else None
+        return ChunkDraft(
+            text=text[start:end],
+            char_start=start,
+            char_end=end,
+            content_type="text",
+            metadata={
+                "strategy_label": self.strategy_label,
+                "breakpoint_type": self.breakpoint_type,
+                "threshold": threshold,
+                "threshold_amount": self.threshold_amount,
+                "sentence_count": g.last - g.first + 1,
+                "first_sentence": g.first,
+                "mean_similarity": None if sims is None else round(float(sims.mean()), ROUND),
+                "split_reason": g.reason,
+                "min_tokens": self.min_tokens,
+                "max_tokens": self.max_tokens,
+                "embed_model": self.embedder.model_name,
+            },
+        )
+
+    breakpoint_type: str = ""
+    threshold_amount: float = 0.0
+
+
+class SemanticChunker(_SentenceEmbeddingChunker):
+    """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
+
+    name = "semantic"
+    version = "1.0.0"
+    strategy_label = "semantic_percentile"
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        breakpoint_type: str = "percentile",
+        threshold_amount: float | None = None,
+        buffer_size: int = 1,
+        min_tokens: int = 100,
+        max_tokens: int = 400,
+        embedder: Embedder | None = None,
+        model_path: str | None = None,
+    ) -> None:
+        super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
+        if breakpoint_type not in BREAKPOINT_DEFAULTS:
+            raise ValueError(f"breakpoint_type must be one of {', '.join(BREAKPOINT_DEFAULTS)}")
+        self.breakpoint_type = breakpoint_type
+        self.threshold_amount = float(
+            BREAKPOINT_DEFAULTS[breakpoint_type] if threshold_amount is None else threshold_amount
+        )
+        self.buffer_size = buffer_size
+
+    def distances(self, vectors: np.ndarray) -> np.ndarray:
+        """Rounded cosine distances between neighbours; each sentence is represented by the mean of
+        itself and `buffer_size` sentences either side (LangChain's buffer, without re-embedding)."""
+        if len(vectors) < 2:
+            return np.zeros(0)
+        window = _window_means(vectors, self.buffer_size)
+        return _round(1.0 - np.einsum("ij,ij->i", window[:-1], window[1:]))
+
+    def threshold(self, distances: np.ndarray) -> tuple[np.ndarray, float]:
+        """(scores, threshold): a breakpoint follows sentence i when scores[i] > threshold."""
+        amount = self.threshold_amount
+        if self.breakpoint_type == "percentile":
+            return distances, float(np.percentile(distances, amount))
+        if self.breakpoint_type == "standard_deviation":
+            return distances, float(np.mean(distances) + amount * np.std(distances))
+        if self.breakpoint_type == "interquartile":
+            q1, q3 = np.percentile(distances, [25, 75])
+            return distances, float(np.mean(distances) + amount * (q3 - q1))
+        gradient = _round(np.gradient(distances)) if len(distances) > 1 else distances
+        return gradient, float(np.percentile(gradient, amount))
+
+    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
+        distances = self.distances(vectors)
+        if len(distances) < 2:
+            return [_Group(0, len(units) - 1, "end_of_document")], 0.0
+        scores, threshold = self.threshold(distances)
+        threshold = round(threshold, ROUND)
+        groups: list[_Group] = []
+        first = 0
+        for i in np.flatnonzero(scores > threshold).tolist():
+            groups.append(_Group(first, i, "breakpoint"))
+            first = i + 1
+        groups.append(_Group(first, len(units) - 1, "end_of_document"))
+        return groups, threshold
+
+
+class ClusterChunker(_SentenceEmbeddingChunker):
+    """Adjacent sentences join a cluster while their mean similarity to its members (mean linkage
+    over the similarity matrix row, computed against the member sum) reaches `threshold`."""
+
+    name = "cluster"
+    version = "1.0.0"
+    strategy_label = "similarity_cluster"
+    breakpoint_type = "mean_linkage"
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        threshold: float = 0.75,
+        min_tokens: int = 50,
+        max_tokens: int = 200,
+        embedder: Embedder | None = None,
+        model_path: str | None = None,
+    ) -> None:
+        super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
+        if not -1.0 <= threshold <= 1.0:
+            raise ValueError("threshold is a cosine similarity in [-1, 1]")
+        self.threshold_amount = float(threshold)
+
+    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
+        groups: list[_Group] = []
+        first = 0
+        total = vectors[0].astype(np.float64).copy()
+        for j in range(1, len(units)):
+            linkage = round(float(vectors[j] @ total) / (j - first), ROUND)
+            if linkage >= self.threshold_amount:
+                total += vectors[j]
+                continue
+            groups.append(_Group(first, j - 1, "threshold"))
+            first, total = j, vectors[j].astype(np.float64).copy()
+        groups.append(_Group(first, len(units) - 1, "end_of_document"))
+        return groups, self.threshold_amount
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+class _RangeCounter:
+    """Exact token counts of stream ranges, memoised for one chunk() call."""
+
+    def __init__(self, tokenizer: Tokenizer, text: str) -> None:
+        self.tokenizer = tokenizer
+        self.text = text
+        self.memo: dict[tuple[int, int], int] = {}
+
+    def __call__(self, start: int, end: int) -> int:
+        key = (start, end)
+        if key not in self.memo:
+            self.memo[key] = self.tokenizer.count(self.text[start:end])
+        return self.memo[key]
+
+
+def _count_many(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
+    many = getattr(tokenizer, "count_many", None)
+    return list(many(texts)) if many else [tokenizer.count(t) for t in texts]
+
+
+def _hard_split(tokenizer: Tokenizer, text: str, span: Span, max_tokens: int) -> list[Span]:
+    """Split an over-long sentence by tokens (tiktoken offsets) or, for other tokenizers, by words."""
+    encoding = getattr(tokenizer, "encoding", None)
+    if encoding is not None and hasattr(encoding, "decode_with_offsets"):
+        return split_span_by_tokens(
+            text, span, max_tokens, encoding.encode_ordinary, encoding.decode_with_offsets
+        )
+    words = [m.span() for m in re.finditer(r"\S+", text[span[0] : span[1]])]
+    step = max(1, max_tokens // 2)
+    return [
+        (span[0] + words[i][0], span[0] + words[min(i + step, len(words)) - 1][1])
+        for i in range(0, len(words), step)
+    ]
+
+
+def _window_means(vectors: np.ndarray, buffer_size: int) -> np.ndarray:
+    if buffer_size <= 0:
+        return vectors.astype(np.float64)
+    padded = np.cumsum(np.vstack([np.zeros((1, vectors.shape[1])), vectors.astype(np.float64)]), axis=0)
+    n = len(vectors)
+    lo = np.clip(np.arange(n) - buffer_size, 0, n)
+    hi = np.clip(np.arange(n) + buffer_size + 1, 0, n)
+    sums = padded[hi] - padded[lo]
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return sums / norms
+
+
+__all__ = ["BREAKPOINT_DEFAULTS", "ClusterChunker", "SemanticChunker"]

@@ -1,0 +1,1 @@
+"""Operations: embedded services, topic administration, demo, lag and metrics."""

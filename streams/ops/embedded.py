@@ -1,0 +1,109 @@
+"""The embedded default: a Kafka-protocol broker (noida-db) started and stopped by the project itself."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ServiceError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(
+    port: int, timeout: float, proc: subprocess.Popen | None = None, log: Path | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-400:] if log and log.exists() else ""
+            raise ServiceError(f"service exited with code {proc.returncode}: {tail.strip()}")
+        with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+            sock.settimeout(0.5)
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise ServiceError(f"nothing listened on port {port} within {timeout:.0f}s")
+
+
+def _binary(name: str) -> str:
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if not found:
+        raise ServiceError(f"{name} is not installed (pip install -e '.[all]')")
+    return found
+
+
+@dataclass
+class EmbeddedProcess:
+    """A child process we started, stopped by its PID (its own process group)."""
+
+    name: str
+    args: list[str]
+    port: int
+    data_dir: Path
+    proc: subprocess.Popen | None = None
+    log_path: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.log_path = self.data_dir / f"{self.name}.log"
+
+    def start(self, timeout: float = 60.0) -> EmbeddedProcess:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        wait_for_port(self.port, timeout, self.proc, self.log_path)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self) -> EmbeddedProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def broker(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
+    """noida-db speaking the Kafka protocol (pinned 0.2.3), on its own port and data directory."""
+    port = port or free_port()
+    args = [
+        _binary("noida-db"), "start", "--only", "kafka", "--kafka-port", str(port),
+        "--host", "127.0.0.1", "--data-dir", str(data_dir / "noida"),
+    ]  # fmt: skip
+    return EmbeddedProcess("broker", args, port, data_dir)

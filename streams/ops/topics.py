@@ -1,0 +1,72 @@
+"""Every topic is created up front with explicit partitions and configs (faust tables need their source
+topic and changelog to have equal partition counts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams.settings import Settings
+
+LONG = {"retention.ms": "-1"}
+COMPACTED = {"cleanup.policy": "compact"}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    config: dict[str, str]
+
+
+def client_config(settings: Settings) -> dict[str, str]:
+    """librdkafka settings shared by admin, producers and consumers, including security."""
+    conf = {"bootstrap.servers": settings.broker, "security.protocol": settings.security_protocol}
+    if settings.sasl_mechanism:
+        conf["sasl.mechanism"] = settings.sasl_mechanism
+        conf["sasl.username"] = settings.sasl_username or ""
+        conf["sasl.password"] = settings.sasl_password or ""
+    if settings.ssl_cafile:
+        conf["ssl.ca.location"] = settings.ssl_cafile
+    return conf
+
+
+def topic_specs(settings: Settings) -> list[TopicSpec]:
+    t = settings.topics
+    p = settings.partitions
+    big = {"max.message.bytes": str(settings.max_message_bytes)}
+    specs = [
+        TopicSpec(t.pages, p, {**LONG, **big}),
+        TopicSpec(t.ticks, p, {"retention.ms": "3600000"}),
+        TopicSpec(t.documents, p, {**LONG, **big, "compression.type": "producer"}),
+        TopicSpec(t.chunks, p, {**LONG, **big}),
+        TopicSpec(t.versions, p, COMPACTED),
+        TopicSpec(t.status, p, COMPACTED),
+        TopicSpec(t.dead_letter, p, {**LONG, **big}),
+    ]
+    for table in ("assembly-headers", "assembly-pages"):
+        specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**COMPACTED, **big}))
+    return specs
+
+
+def ensure_topics(settings: Settings, timeout: float = 30.0) -> list[str]:
+    """Create missing topics; returns the names created. Existing topics are left as they are."""
+    admin = AdminClient(client_config(settings))
+    existing = set(admin.list_topics(timeout=timeout).topics)
+    wanted = [
+        NewTopic(s.name, s.partitions, settings.replication_factor, config=s.config)
+        for s in topic_specs(settings)
+        if s.name not in existing
+    ]
+    created: list[str] = []
+    if not wanted:
+        return created
+    for name, future in admin.create_topics(wanted, request_timeout=timeout).items():
+        try:
+            future.result(timeout)
+            created.append(name)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    return created

@@ -1,0 +1,64 @@
+"""Configuration from the environment (prefix `STREAMS_`), one place for every knob."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TopicNames(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STREAMS_TOPIC_", extra="ignore")
+
+    pages: str = "pages.cleaned"
+    documents: str = "documents.assembled"
+    chunks: str = "chunks.created"
+    versions: str = "documents.versions"
+    status: str = "chunks.status"
+    dead_letter: str = "streams.dead-letter"
+    ticks: str = "streams.assembly-ticks"
+
+
+class Settings(BaseSettings):
+    """Everything a worker, sink or CLI command needs; `STREAMS_BROKER=host:port` and so on."""
+
+    model_config = SettingsConfigDict(env_prefix="STREAMS_", env_nested_delimiter="__", extra="ignore")
+
+    broker: str = "127.0.0.1:9092"
+    schema_registry_url: str | None = None
+    partitions: int = Field(default=4, ge=1)
+    replication_factor: int = Field(default=1, ge=1)
+    topics: TopicNames = Field(default_factory=TopicNames)
+    strategies: list[str] = Field(default_factory=lambda: ["window"])
+    tokenizer: str = "cl100k_base"
+
+    assembly_timeout_s: float = Field(default=300.0, gt=0)
+    sweep_interval_s: float = Field(default=5.0, gt=0)
+    max_page_bytes: int = Field(default=2_000_000, ge=1)
+    max_pages: int = Field(default=5_000, ge=1)
+    max_document_bytes: int = Field(default=16_000_000, ge=1)
+    max_pending_bytes: int = Field(default=256_000_000, ge=1)
+    max_message_bytes: int = Field(default=52_428_800, ge=1)
+
+    data_dir: Path = Path("var")
+    web_port: int = 0
+    processing_guarantee: str = "at_least_once"
+
+    # Security for real deployments (never logged: see `redacted()`).
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = None
+    ssl_cafile: str | None = None
+
+    def redacted(self) -> dict[str, object]:
+        data = self.model_dump(mode="json")
+        for key in ("sasl_password",):
+            if data.get(key):
+                data[key] = "***"
+        return data
+
+
+def load_settings(**overrides: object) -> Settings:
+    return Settings(**overrides)  # type: ignore[arg-type]
