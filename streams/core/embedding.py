@@ -118,7 +118,11 @@ class Embedder:
             self.stats = CacheStats()
 
 
-@functools.cache
 def get_embedder(model_path: str | None = None) -> Embedder:
-    """One embedder (model and cache) per model path per process."""
-    return Embedder(model_path or default_model_path())
+    """One embedder (model and cache) per resolved model path per process."""
+    return _embedder_for(str(Path(model_path or default_model_path()).resolve()))
+
+
+@functools.cache
+def _embedder_for(resolved_path: str) -> Embedder:
+    return Embedder(resolved_path)
