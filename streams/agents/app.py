@@ -9,7 +9,7 @@ import time
 
 import faust
 
-from streams.codec.avro import AvroCodec
+from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.settings import Settings
@@ -188,7 +188,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     dead = DeadLetterWriter(app, settings, codec)
     chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
 
-    def run(raw: bytes) -> list[bytes]:
+    def run(raw: bytes) -> list[tuple[bytes, bytes]]:
         doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
         drafts = chunker.chunk(doc)
         records = build_records(doc, chunker, drafts)
@@ -202,44 +202,27 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
         loop = asyncio.get_running_loop()
         async for event in stream.events():
             message = event.message
+            failure: tuple[str, str] | None = None
+            encoded: list[tuple[bytes, bytes]] = []
             try:
+                # Chunking is CPU-bound; a thread keeps the consumer's heartbeats flowing meanwhile.
                 encoded = await loop.run_in_executor(None, run, event.value)
+            except AvroDecodeError as exc:
+                failure = ("invalid_avro", str(exc))
             except ChunkingError as exc:
-                await dead.send(
-                    f"chunk:{strategy}",
-                    exc.code,
-                    str(exc),
-                    message.topic,
-                    event.value,
-                    message.key,
-                    message.partition,
-                    message.offset,
-                )
-                continue
+                failure = (exc.code, str(exc))
             except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
                 log.exception("chunker %s failed", strategy)
+                failure = ("chunker_error", f"{type(exc).__name__}: {exc}")
+            if failure is None and not encoded:
+                failure = ("no_chunks", "the strategy produced no chunks for this document")
+            if failure is not None:
+                key = message.key or b""
                 await dead.send(
-                    f"chunk:{strategy}",
-                    "chunker_error",
-                    f"{type(exc).__name__}: {exc}",
-                    message.topic,
-                    event.value,
-                    message.key,
-                    message.partition,
-                    message.offset,
-                )
+                    f"chunk:{strategy}", *failure, message.topic, event.value, key,
+                    message.partition, message.offset, key.decode("utf-8", "replace"),
+                )  # fmt: skip
                 continue
-            if not encoded:
-                await dead.send(
-                    f"chunk:{strategy}",
-                    "no_chunks",
-                    "the strategy produced no chunks for this document",
-                    message.topic,
-                    event.value,
-                    message.key,
-                    message.partition,
-                    message.offset,
-                )
             for key, value in encoded:
                 await chunks.send(key=key, value=value)
 

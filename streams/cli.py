@@ -1,0 +1,233 @@
+"""The `streams` command line. Errors are one clear line on stderr; `STREAMS_DEBUG=1` shows tracebacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from streams.core.events import DocType, PageEvent
+from streams.settings import Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+err = Console(stderr=True)
+out = Console()
+
+
+class CliError(Exception):
+    """An expected failure with a message for the user."""
+
+
+def _progress(transient: bool = True) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=transient,
+    )  # fmt: skip
+
+
+def _read_files(
+    paths: list[Path], doc_id: str | None, doc_type: DocType | None, amendment: int
+) -> list[list[PageEvent]]:
+    from streams.ingest.files import page_events
+
+    if doc_id and len(paths) > 1:
+        raise CliError("--doc-id names one document; give one PATH with it")
+    return [page_events(p, doc_id=doc_id, doc_type=doc_type, amendment=amendment) for p in paths]
+
+
+PathsArg = Annotated[list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")]
+DocIdOpt = Annotated[str | None, typer.Option("--doc-id", help="Document id (default: from the file name).")]
+DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document type (default: guessed).")]
+AmendOpt = Annotated[int, typer.Option("--amendment", min=0, help="Amendment number, 0 = original.")]
+
+
+@app.command()
+def chunk(
+    paths: PathsArg,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking strategy.")] = "window",
+    doc_type: DocTypeOpt = None,
+    doc_id: DocIdOpt = None,
+    amendment: AmendOpt = 0,
+    fmt: Annotated[str, typer.Option("--format", help="record (bus record) or seed (the seed's own objects).")] = "record",
+) -> None:
+    """Chunk files offline, without the bus; prints one JSON chunk per line."""
+    from streams.core.chunkers import get_chunker
+    from streams.core.document import assemble
+    from streams.core.records import build_records
+
+    chunker = get_chunker(strategy)
+    for pages in _read_files(paths, doc_id, doc_type, amendment):
+        doc = assemble(pages)
+        records = build_records(doc, chunker, chunker.chunk(doc))
+        if fmt == "seed":
+            seed_objects = getattr(sys.modules[type(chunker).__module__], "seed_objects", None)
+            if seed_objects is None:
+                raise CliError(f"strategy {strategy!r} has no seed format")
+            rows = seed_objects(records)
+        elif fmt == "record":
+            rows = [r.model_dump(mode="json") for r in records]
+        else:
+            raise CliError(f"unknown --format {fmt!r}: use record or seed")
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+@app.command()
+def publish(
+    paths: PathsArg,
+    doc_id: DocIdOpt = None,
+    doc_type: DocTypeOpt = None,
+    amendment: AmendOpt = 0,
+) -> None:
+    """Turn files into page events on the pages topic (STREAMS_BROKER)."""
+    from streams.ops.pipeline import publish_pages
+
+    settings = Settings()
+    documents = _read_files(paths, doc_id, doc_type, amendment)
+    events = [e for pages in documents for e in pages]
+    with _progress() as progress:
+        task = progress.add_task(f"publishing to {settings.topics.pages}", total=len(events))
+        publish_pages(settings, events, on_sent=lambda n: progress.update(task, completed=n))
+    err.print(f"published {len(events)} pages of {len(documents)} document(s) to {settings.topics.pages}")
+
+
+@app.command()
+def worker(
+    role: Annotated[str, typer.Option("--role", help="assembler, or chunker:<strategy>.")] = "assembler",
+    loglevel: Annotated[str, typer.Option("--loglevel")] = "WARNING",
+) -> None:
+    """Run one worker role (a faust app, its own consumer group) until stopped."""
+    from streams.agents.worker import run
+
+    run(role, Settings(), loglevel)
+
+
+@app.command()
+def topics() -> None:
+    """Create every topic up front with explicit partitions and configs."""
+    from streams.ops.topics import ensure_topics
+
+    created = ensure_topics(Settings())
+    err.print(f"created {len(created)} topic(s): {', '.join(created) or 'none (all existed)'}")
+
+
+@app.command()
+def tail(
+    topic: Annotated[str | None, typer.Option("--topic", help="Topic (default: the chunk topic).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Stop after this many idle seconds.")] = 5.0,
+    limit: Annotated[int, typer.Option("--limit", help="Stop after this many records (0 = no limit).")] = 0,
+) -> None:
+    """Decode and print records of a topic from the beginning."""
+    from streams.ops.tail import tail_topic
+
+    settings = Settings()
+    for record in tail_topic(settings, topic or settings.topics.chunks, timeout, limit):
+        if as_json:
+            sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True, default=_bytes_repr) + "\n")
+        else:
+            out.print(_one_line(record))
+
+
+def _bytes_repr(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise TypeError(type(value).__name__)
+
+
+def _one_line(record: dict) -> str:
+    if "chunk_id" in record:
+        text = record["text"][:60].replace("\n", " ")
+        return (
+            f"{record['chunk_id']} {record['doc_id']}@{record['amendment_number']} #{record['position']} "
+            f"pages={record['page_numbers']} tokens={record['token_count']} {text!r}"
+        )
+    if "reason_code" in record:
+        return f"DEAD {record['stage']} {record['reason_code']}: {record['reason']} (doc {record.get('doc_id')})"
+    return json.dumps(record, default=_bytes_repr)[:200]
+
+
+@app.command()
+def broker(
+    port: Annotated[int, typer.Option("--port", help="Port (default: a free one).")] = 0,
+    data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
+) -> None:
+    """Run the embedded Kafka-protocol broker in the foreground and create the topics."""
+    from streams.ops.embedded import broker as embedded_broker
+    from streams.ops.topics import ensure_topics
+
+    settings = Settings()
+    service = embedded_broker((data_dir or settings.data_dir / "broker"), port or None).start()
+    try:
+        ensure_topics(settings.model_copy(update={"broker": service.address}))
+        err.print(f"broker on {service.address}; export STREAMS_BROKER={service.address}; Ctrl-C stops it")
+        while service.proc and service.proc.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        service.stop()
+
+
+@app.command()
+def demo(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Documents (default: the shipped samples).")] = None,
+    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON summary object.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
+) -> None:
+    """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
+    from streams.ops.demo import run_demo
+
+    settings = Settings()
+    base = settings.data_dir
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
+    summary = run_demo(settings.model_copy(update={"data_dir": run_dir}), paths, strategies, timeout, err, keep)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
+    else:
+        chunks = ", ".join(f"{k}={v}" for k, v in summary["chunks"].items())
+        out.print(
+            f"[bold]{summary['documents']}[/] documents, {summary['pages']} pages -> chunks: {chunks}; "
+            f"dead letters: {summary['dead_letters']}; {summary['seconds']:.1f}s"
+        )
+
+
+def main() -> None:
+    """Entry point: one clear line for any error, a traceback only with STREAMS_DEBUG=1."""
+    try:
+        app(standalone_mode=False)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise SystemExit(130) from None
+    except Exception as exc:  # the whole point: one line, not a traceback
+        if os.environ.get("STREAMS_DEBUG"):
+            raise
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            raise SystemExit(exc.exit_code) from None
+        if isinstance(exc, click.exceptions.Abort):
+            raise SystemExit(1) from None
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        err.print(f"[red]error:[/] {message}", highlight=False)
+        raise SystemExit(1) from None
+
+
+

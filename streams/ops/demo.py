@@ -1,0 +1,73 @@
+"""`streams demo`: the whole flow on the embedded default, with a progress display and a summary."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from streams.core.chunkers import available_strategies
+from streams.ingest.files import page_events
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
+from streams.settings import Settings
+
+#: Strategies the demo runs by default: all that are built and need no model download.
+DEFAULT_DEMO = ["window", "letter", "finance", "section", "hybrid", "semantic", "cluster"]
+
+
+def run_demo(
+    settings: Settings,
+    paths: list[Path] | None,
+    strategies: list[str] | None,
+    timeout: float,
+    console: Console,
+    keep: bool = False,
+) -> dict:
+    started = time.monotonic()
+    built = set(available_strategies())
+    chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
+    unknown = [s for s in chosen if s not in built]
+    if unknown:
+        raise ValueError(f"strategy not available: {', '.join(unknown)} (built: {', '.join(sorted(built))})")
+    documents = [page_events(p) for p in (paths or sample_paths())]
+    pages = [e for doc in documents for e in doc]
+    docs = sorted({(e.doc_id, e.amendment_number) for e in pages})
+    try:
+        with LocalPipeline(settings, chosen) as pipeline:
+            console.print(f"broker {pipeline.settings.broker}; workers: assembler, {', '.join(chosen)}")
+            publish_pages(pipeline.settings, pages)
+            collector = Collector(pipeline.settings)
+            with Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=console, transient=True,
+            ) as progress:  # fmt: skip
+                task = progress.add_task("documents chunked x strategies", total=len(docs) * len(chosen))
+
+                def show(result) -> None:
+                    pipeline.check_workers()
+                    done = sum(
+                        1
+                        for d, a in docs
+                        for s in chosen
+                        if result.complete(d, a, s) or result.dead_for(d, "assembly") or result.dead_for(d, f"chunk:{s}")
+                    )
+                    progress.update(task, completed=done)
+
+                result = collector.wait(docs, chosen, timeout, on_progress=show)
+            collector.close()
+    finally:
+        if not keep:
+            shutil.rmtree(settings.data_dir, ignore_errors=True)
+    per_strategy = {s: 0 for s in chosen}
+    for (_doc, _amendment, strategy), slot in result.chunks.items():
+        per_strategy[strategy] = per_strategy.get(strategy, 0) + len(slot)
+    return {
+        "documents": len(docs),
+        "pages": len(pages),
+        "chunks": per_strategy,
+        "dead_letters": len(result.dead),
+        "seconds": round(time.monotonic() - started, 2),
+    }

@@ -1,0 +1,252 @@
+"""A whole local pipeline: embedded broker, topics, worker processes, publishing and collecting.
+
+Used by `streams demo`, the benchmarks and the integration tests, so all three exercise the same path.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from streams.codec.avro import AvroCodec
+from streams.core.events import ChunkRecord, DeadLetter, PageEvent
+from streams.ops.embedded import EmbeddedProcess, ServiceError, broker
+from streams.ops.topics import client_config, ensure_topics
+from streams.settings import Settings
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The settings a child worker needs, as STREAMS_* environment variables."""
+    env = {
+        "STREAMS_BROKER": settings.broker,
+        "STREAMS_PARTITIONS": str(settings.partitions),
+        "STREAMS_DATA_DIR": str(settings.data_dir),
+        "STREAMS_TOKENIZER": settings.tokenizer,
+        "STREAMS_ASSEMBLY_TIMEOUT_S": str(settings.assembly_timeout_s),
+        "STREAMS_SWEEP_INTERVAL_S": str(settings.sweep_interval_s),
+        "STREAMS_MAX_PAGE_BYTES": str(settings.max_page_bytes),
+        "STREAMS_MAX_PAGES": str(settings.max_pages),
+        "STREAMS_MAX_DOCUMENT_BYTES": str(settings.max_document_bytes),
+        "STREAMS_MAX_PENDING_BYTES": str(settings.max_pending_bytes),
+        "STREAMS_PROCESSING_GUARANTEE": settings.processing_guarantee,
+    }
+    for name, value in settings.topics.model_dump().items():
+        env[f"STREAMS_TOPIC_{name.upper()}"] = value
+    if settings.schema_registry_url:
+        env["STREAMS_SCHEMA_REGISTRY_URL"] = settings.schema_registry_url
+    return env
+
+
+def producer(settings: Settings) -> Producer:
+    return Producer(
+        {
+            **client_config(settings),
+            "message.max.bytes": settings.max_message_bytes,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+        }
+    )
+
+
+def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:
+    """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id."""
+    out = producer(settings)
+    sent = 0
+    for event in events:
+        if isinstance(event, PageEvent):
+            key, value = event.doc_id.encode(), event.model_dump_json().encode()
+        else:
+            key, value = event
+        out.produce(settings.topics.pages, key=key, value=value)
+        out.poll(0)
+        sent += 1
+        if on_sent:
+            on_sent(sent)
+    remaining = out.flush(30)
+    if remaining:
+        raise ServiceError(f"{remaining} page events were not acknowledged by the broker")
+    return sent
+
+
+@dataclass
+class Collected:
+    """What reached the output topics, grouped for completeness checks."""
+
+    chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(default_factory=lambda: defaultdict(dict))
+    dead: list[DeadLetter] = field(default_factory=list)
+    duplicates: int = 0
+
+    def add_chunk(self, record: ChunkRecord) -> None:
+        slot = self.chunks[(record.doc_id, record.amendment_number, record.strategy)]
+        if record.position in slot:
+            self.duplicates += 1
+        slot[record.position] = record
+
+    def complete(self, doc_id: str, amendment: int, strategy: str) -> bool:
+        slot = self.chunks.get((doc_id, amendment, strategy))
+        if not slot:
+            return False
+        count = next(iter(slot.values())).chunk_count
+        return len(slot) == count
+
+    def dead_for(self, doc_id: str, stage: str | None = None) -> list[DeadLetter]:
+        return [d for d in self.dead if d.doc_id == doc_id and (stage is None or d.stage == stage)]
+
+    def settled(self, docs: Iterable[tuple[str, int]], strategies: Iterable[str]) -> bool:
+        """Every document has all its chunks per strategy, or was dead-lettered at that stage."""
+        strategies = list(strategies)
+        for doc_id, amendment in docs:
+            if self.dead_for(doc_id, "assembly"):
+                continue
+            for strategy in strategies:
+                if not (self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")):
+                    return False
+        return True
+
+    def records(self) -> list[ChunkRecord]:
+        return [r for _, slot in sorted(self.chunks.items()) for _, r in sorted(slot.items())]
+
+
+class Collector:
+    """Reads chunks and dead letters from the beginning, without a consumer group commit."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.codec = AvroCodec(settings.schema_registry_url)
+        self.result = Collected()
+        self.consumer = Consumer(
+            {
+                **client_config(settings),
+                "group.id": f"streams-collector-{os.getpid()}-{time.monotonic_ns()}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": settings.max_message_bytes,
+                "max.partition.fetch.bytes": settings.max_message_bytes,
+            }
+        )
+        topics = [settings.topics.chunks, settings.topics.dead_letter]
+        self.consumer.assign(
+            [TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)]
+        )
+
+    def poll(self, seconds: float = 0.5) -> int:
+        got = 0
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            message = self.consumer.poll(0.1)
+            if message is None or message.error():
+                continue
+            got += 1
+            if message.topic() == self.settings.topics.chunks:
+                self.result.add_chunk(ChunkRecord(**self.codec.decode("chunk_record", message.value())))
+            else:
+                self.result.dead.append(DeadLetter(**self.codec.decode("dead_letter", message.value())))
+        return got
+
+    def wait(
+        self,
+        docs: Iterable[tuple[str, int]],
+        strategies: Iterable[str],
+        timeout: float,
+        on_progress: Callable[[Collected], None] | None = None,
+        settle: float = 0.0,
+    ) -> Collected:
+        docs, strategies = list(docs), list(strategies)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.poll(0.5)
+            if on_progress:
+                on_progress(self.result)
+            if self.result.settled(docs, strategies):
+                if settle:
+                    self.poll(settle)  # late duplicates would show up here
+                return self.result
+        missing = [
+            f"{d}@{a}/{s}"
+            for d, a in docs
+            for s in strategies
+            if not self.result.dead_for(d) and not self.result.complete(d, a, s)
+        ]
+        raise ServiceError(f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}")
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class LocalPipeline:
+    """Broker (embedded unless `broker_address` is given), topics and one worker per role."""
+
+    def __init__(self, settings: Settings, strategies: list[str], own_broker: bool = True) -> None:
+        self.settings = settings
+        self.strategies = strategies
+        self.own_broker = own_broker
+        self.broker: EmbeddedProcess | None = None
+        self.workers: dict[str, subprocess.Popen] = {}
+
+    def start(self) -> LocalPipeline:
+        if self.own_broker:
+            self.broker = broker(self.settings.data_dir).start()
+            self.settings = self.settings.model_copy(update={"broker": self.broker.address})
+        ensure_topics(self.settings)
+        self.start_worker("assembler")
+        for strategy in self.strategies:
+            self.start_worker(f"chunker:{strategy}")
+        return self
+
+    def start_worker(self, role: str) -> subprocess.Popen:
+        log_dir = self.settings.data_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = (log_dir / f"{role.replace(':', '-')}.log").open("ab")
+        env = {**os.environ, **settings_env(self.settings)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streams", "worker", "--role", role],
+            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        self.workers[role] = proc
+        return proc
+
+    def check_workers(self) -> None:
+        for role, proc in self.workers.items():
+            if proc.poll() is not None:
+                log = self.settings.data_dir / "logs" / f"{role.replace(':', '-')}.log"
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+                raise ServiceError(f"worker {role} exited with code {proc.returncode}: {' '.join(tail)}")
+
+    def stop(self) -> None:
+        import signal
+
+        for proc in self.workers.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.workers.values():
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        self.workers.clear()
+        if self.broker is not None:
+            self.broker.stop()
+
+    def __enter__(self) -> LocalPipeline:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def sample_paths() -> list[Path]:
+    here = Path(__file__).resolve().parents[1] / "samples"
+    return sorted(p for p in here.iterdir() if p.is_file() and p.name != "README.md" and not p.name.startswith("."))
