@@ -1,0 +1,237 @@
+"""Layout blocks of a document stream for the hybrid strategy: headings, paragraphs, list items,
+tables, captions and code, each with its exact [start, end) range in `doc.text` and its page.
+
+Heuristics (the stream is cleaned text, not layout): Markdown `#` headings (`#` = title level 0,
+`##` = 1, ...), wiki `= = Name = =` headings, numbered headings (`2.1 Scope` = level 2) when the
+line stands alone, short all-caps lines and short Title Case lines standing alone (level 1), and
+headings named by upstream `elements`; pipe tables and column aligned tables (two or more
+consecutive rows split by 2+ spaces or tabs); list items with continuation lines; fenced code;
+`Table N:`/`Figure N:` captions. Lines over 150 characters are unwrapped paragraphs of their own.
+Blocks never cross a page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from streams.core.document import page_text_ranges
+from streams.core.events import AssembledDocument
+from streams.core.text import line_spans, paragraph_spans
+
+HEADING_ELEMENT_KINDS = frozenset({"section_header", "section", "heading", "header", "title", "slide_title"})
+
+_MD_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_WIKI_HEADING = re.compile(r"^[ \t]*((?:=[ \t]*)+)(\S.*?)[ \t]*(?:=[ \t]*)+$")
+_NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?[ \t]+([A-Z][^\n]{0,90})$")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:([-*+•‣◦])|(\d{1,3}[.)])|([a-zA-Z][.)]))[ \t]+\S")
+_PIPE_SEPARATOR = re.compile(r"^[\s|:\-+=]+$")
+_COLUMN_GAP = re.compile(r" {2,}|\t")
+_CAPTION = re.compile(r"^(?:Table|Figure|Fig\.|Exhibit)\s+\d+[.:]", re.IGNORECASE)
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+@dataclass(frozen=True, eq=False)
+class Block:
+    """One layout element; identity matters (two equal paragraphs are two blocks)."""
+
+    kind: str  # heading, text, list_item, table, caption, code
+    start: int
+    end: int
+    page: int
+    text: str
+    level: int = 0
+    enumerated: bool = False
+    marker: str = ""
+    rows: list[list[str]] = field(default_factory=list)
+
+
+def parse_blocks(doc: AssembledDocument) -> list[Block]:
+    """All blocks in reading order."""
+    hints = _heading_hints(doc)
+    blocks: list[Block] = []
+    for page, start, end in page_text_ranges(doc.page_map):
+        for p_start, p_end in paragraph_spans(doc.text, start, end):
+            blocks.extend(_paragraph_blocks(doc.text, p_start, p_end, page, hints))
+    return blocks
+
+
+def _heading_hints(doc: AssembledDocument) -> dict[str, int]:
+    hints: dict[str, int] = {}
+    for element in doc.elements:
+        if element.kind.lower() in HEADING_ELEMENT_KINDS and element.text.strip():
+            level = (
+                0 if element.kind.lower() == "title" else element.level if element.level is not None else 1
+            )
+            hints[_norm(element.text)] = max(0, level)
+    return hints
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _paragraph_blocks(text: str, start: int, end: int, page: int, hints: dict[str, int]) -> list[Block]:
+    lines = [(s, e) for s, e in line_spans(text, start, end) if text[s:e].strip()]
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        i = _take(text, lines, i, page, hints, out)
+    return out
+
+
+def _take(
+    text: str, lines: list[tuple[int, int]], i: int, page: int, hints: dict[str, int], out: list[Block]
+) -> int:
+    """Consume the block starting at line i; return the index of the next unconsumed line."""
+    s, e = lines[i]
+    line = text[s:e]
+    if _FENCE.match(line):
+        j = i + 1
+        while j < len(lines) and not _FENCE.match(text[lines[j][0] : lines[j][1]]):
+            j += 1
+        j = min(j, len(lines) - 1)
+        out.append(Block("code", s, lines[j][1], page, text[s : lines[j][1]]))
+        return j + 1
+    heading = _heading(
+        line, standalone=len(lines) == 1 or i == 0, next_line=_line(text, lines, i + 1), hints=hints
+    )
+    if heading is not None:
+        level, title = heading
+        out.append(Block("heading", s, e, page, title, level=level))
+        return i + 1
+    for is_row, parse in ((_is_pipe_row, _pipe_cells), (_is_aligned_row, _aligned_cells)):
+        j = i
+        while j < len(lines) and is_row(text[lines[j][0] : lines[j][1]]):
+            j += 1
+        if j - i >= 2:
+            rows = [parse(text[a:b]) for a, b in lines[i:j] if not _PIPE_SEPARATOR.match(text[a:b])]
+            table_text = text[s : lines[j - 1][1]]
+            out.append(Block("table", s, lines[j - 1][1], page, table_text, rows=[r for r in rows if r]))
+            return j
+    item = _LIST_ITEM.match(line)
+    if item:
+        j = i + 1
+        while j < len(lines) and _continues_item(text[lines[j][0] : lines[j][1]]):
+            j += 1
+        marker = (item.group(1) or item.group(2) or item.group(3) or "").strip()
+        body_start = s + item.end() - 1
+        out.append(
+            Block(
+                "list_item",
+                s,
+                lines[j - 1][1],
+                page,
+                " ".join(text[body_start : lines[j - 1][1]].split()),
+                enumerated=item.group(1) is None,
+                marker=marker,
+            )
+        )
+        return j
+    kind = "caption" if _CAPTION.match(line.strip()) else "text"
+    j = i + 1
+    while j < len(lines) and _plain(text, lines, j, hints):
+        j += 1
+    out.append(Block(kind, s, lines[j - 1][1], page, text[s : lines[j - 1][1]]))
+    return j
+
+
+def _line(text: str, lines: list[tuple[int, int]], i: int) -> str | None:
+    return text[lines[i][0] : lines[i][1]] if i < len(lines) else None
+
+
+def _plain(text: str, lines: list[tuple[int, int]], j: int, hints: dict[str, int]) -> bool:
+    """A line that continues a paragraph (not the start of another kind of block)."""
+    line = text[lines[j][0] : lines[j][1]]
+    if lines[j - 1][1] - lines[j - 1][0] > 150:  # unwrapped text: one line is one paragraph
+        return False
+    if _FENCE.match(line) or _LIST_ITEM.match(line) or _MD_HEADING.match(line) or _WIKI_HEADING.match(line):
+        return False
+    if _is_pipe_row(line):
+        return False
+    if _norm(line) in hints or _is_caps_heading(line):
+        return False
+    nxt = _line(text, lines, j + 1)
+    return not (_is_aligned_row(line) and nxt is not None and _is_aligned_row(nxt))
+
+
+def _heading(
+    line: str, standalone: bool, next_line: str | None, hints: dict[str, int]
+) -> tuple[int, str] | None:
+    """(level, title) when the line is a heading: 0 title, 1 section, 2 subsection..."""
+    md = _MD_HEADING.match(line)
+    if md:
+        return len(md.group(1)) - 1, md.group(2).strip()
+    wiki = _WIKI_HEADING.match(line)
+    if wiki and len(line) <= 150 and any(c.isalnum() for c in wiki.group(2)):
+        return wiki.group(1).count("=") - 1, wiki.group(2).strip()
+    stripped = line.strip()
+    if _norm(stripped) in hints:
+        return hints[_norm(stripped)], stripped
+    numbered = _NUMBERED_HEADING.match(stripped)
+    if (
+        numbered
+        and standalone
+        and not stripped.endswith((".", ",", ";", ":"))
+        and len(stripped.split()) <= 12
+        and (next_line is None or not _LIST_ITEM.match(next_line))
+    ):
+        return numbered.group(1).rstrip(".").count(".") + 1, stripped
+    if _is_caps_heading(stripped) or (standalone and next_line is None and _is_title_line(stripped)):
+        return 1, stripped
+    return None
+
+
+def _is_title_line(line: str) -> bool:
+    """A short Title Case line standing alone as a paragraph ("Sources of Reported Earnings")."""
+    words = line.split()
+    long_words = [w for w in words if len(w) > 3]
+    return (
+        0 < len(words) <= 8
+        and len(line) <= 70
+        and line[0].isupper()
+        and not line.endswith((".", ";", "!", "?"))
+        and not any(c in line for c in ",:")
+        and bool(long_words)
+        and sum(w[0].isupper() for w in long_words) * 2 >= len(long_words)
+        and not _is_aligned_row(line)
+    )
+
+
+def _is_caps_heading(line: str) -> bool:
+    stripped = line.strip()
+    letters = [c for c in stripped if c.isalpha()]
+    return (
+        len(letters) >= 3
+        and len(stripped) <= 80
+        and len(stripped.split()) <= 12
+        and stripped.upper() == stripped
+        and not stripped.endswith((",", ";"))
+        and not _is_aligned_row(stripped)
+        and sum(c.isdigit() for c in stripped) <= len(letters)
+    )
+
+
+def _is_pipe_row(line: str) -> bool:
+    return line.count("|") >= 2 or (line.strip().startswith("|") and line.count("|") >= 1)
+
+
+def _is_aligned_row(line: str) -> bool:
+    cells = [c for c in _COLUMN_GAP.split(line.strip()) if c]
+    return len(cells) >= 3 or (len(cells) == 2 and any(ch.isdigit() for ch in cells[-1]))
+
+
+def _pipe_cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") else inner
+    return [c.strip() for c in inner.split("|")]
+
+
+def _aligned_cells(line: str) -> list[str]:
+    return [c.strip() for c in _COLUMN_GAP.split(line.strip()) if c.strip()]
+
+
+def _continues_item(line: str) -> bool:
+    """An indented, non-marker line continues the list item above it."""
+    return line[:1] in (" ", "\t") and not _LIST_ITEM.match(line) and not _is_pipe_row(line)
