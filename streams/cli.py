@@ -156,6 +156,19 @@ def _one_line(record: dict) -> str:
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
+schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
+app.add_typer(schemas_app, name="schemas")
+
+
+@schemas_app.command("snapshot")
+def schemas_snapshot() -> None:
+    """Publish the current schemas into schemas/history/ (run after a compatible change)."""
+    from streams.codec.history import snapshot
+
+    written = snapshot()
+    err.print(f"wrote {len(written)} schema version(s): {', '.join(str(p) for p in written) or 'none changed'}")
+
+
 @app.command()
 def broker(
     port: Annotated[int, typer.Option("--port", help="Port (default: a free one).")] = 0,

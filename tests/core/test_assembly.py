@@ -1,0 +1,112 @@
+"""The pure assembler: order, duplicates, conflicts, limits, timeouts, and the bytes kept for dead letters."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from streams.core.assembly import Assembler, Completed, Dead, Limits
+from tests.conftest import make_pages, page_bytes, raw_page
+
+
+def _assembler(**limits: int) -> Assembler:
+    return Assembler({}, {}, Limits(**limits))
+
+
+def _feed(assembler: Assembler, raws: list[bytes], now: int = 0) -> list:
+    out = []
+    for raw in raws:
+        out += assembler.on_page(raw, 0, now)
+    return out
+
+
+def test_any_order_with_identical_duplicates_completes_once() -> None:
+    pages = [page_bytes(p) for p in make_pages("d", [f"page {i}" for i in range(1, 8)])]
+    raws = pages + pages[2:5]
+    random.Random(7).shuffle(raws)
+    assembler = _assembler()
+    outcomes = _feed(assembler, raws)
+    assert len(outcomes) == 1 and isinstance(outcomes[0], Completed)
+    doc = outcomes[0].document
+    assert doc.text.startswith("page 1\n\npage 2") and len(doc.page_map) == 7
+    assert assembler.pages == {}  # page bytes are released once the document is out
+    assert _feed(assembler, [pages[3]]) == []  # a late identical duplicate is still a no-op
+
+
+def test_conflicting_duplicate_kills_the_document_with_all_its_pages() -> None:
+    pages = make_pages("d", ["a", "b", "c"])
+    assembler = _assembler()
+    assert _feed(assembler, [page_bytes(pages[0]), page_bytes(pages[1])]) == []
+    clash = page_bytes(pages[1].model_copy(update={"text": "B!"}))
+    (dead,) = _feed(assembler, [clash])
+    assert isinstance(dead, Dead) and dead.code == "conflicting_duplicate"
+    assert dead.pages == [page_bytes(pages[0]), page_bytes(pages[1]), clash]
+    (late,) = _feed(assembler, [page_bytes(pages[2])])
+    assert late.code == "conflicting_duplicate" and "already dead-lettered" in late.reason
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{oops", "invalid_json"),
+        ("café".encode("cp1252"), "invalid_utf8"),
+        (b"[" * 10_000 + b"]" * 10_000, "json_too_deep"),
+        (b"", "empty_message"),
+        (raw_page(doc_id="", document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
+        (raw_page(document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
+        (raw_page(doc_id="d", document_name="x", page_number=0, page_count=1, text="t"), "invalid_page_event"),
+        (raw_page(doc_id="d", document_name="x", page_number="one", page_count=1, text="t"), "invalid_page_event"),
+        (raw_page(doc_id="d", document_name="x", page_number=3, page_count=2, text="t"), "page_out_of_range"),
+        (raw_page(doc_id="d", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"), "invalid_page_event"),
+        (raw_page(doc_id="d", document_name="x", page_number=1, page_count=10_000, text="t"), "document_too_large"),
+        (json.dumps([1, 2]).encode(), "invalid_page_event"),
+        (b"\xc3\x01" + b"\x00" * 12, "invalid_avro"),
+    ],
+)
+def test_malformed_input_is_dead_with_its_bytes(raw: bytes, code: str) -> None:
+    assembler = Assembler({}, {}, Limits(max_pages=5_000), decode_avro=lambda b: (_ for _ in ()).throw(ValueError("bad avro")))
+    (dead,) = assembler.on_page(raw, 0, 0)
+    assert dead.code == code and dead.reason and dead.pages == [raw]
+
+
+def test_page_count_change_and_size_limits() -> None:
+    assembler = _assembler(max_document_bytes=400, max_page_bytes=300)
+    first = page_bytes(make_pages("d", ["a", "b"])[0])
+    assert _feed(assembler, [first]) == []
+    (dead,) = _feed(assembler, [page_bytes(make_pages("d", ["a", "b", "c"])[2])])
+    assert dead.code == "page_count_changed" and len(dead.pages) == 2
+    (big,) = _feed(assembler, [page_bytes(make_pages("e", ["x" * 400])[0])])
+    assert big.code == "page_too_large"
+    pages = make_pages("f", ["y" * 150, "z" * 150, "w"])
+    outcomes = _feed(assembler, [page_bytes(p) for p in pages])
+    assert [o.code for o in outcomes] == ["document_too_large", "document_too_large"]
+    assert len(outcomes[0].pages) == 2 and "already dead-lettered" in outcomes[1].reason
+
+
+def test_incomplete_document_times_out_with_all_pages() -> None:
+    assembler = _assembler(timeout_ms=1_000)
+    pages = make_pages("slow", ["a", "b", "c", "d"])
+    _feed(assembler, [page_bytes(pages[0]), page_bytes(pages[2])], now=100)
+    assert assembler.on_tick(0, 1_000) == []
+    (dead,) = assembler.on_tick(0, 1_200)
+    assert dead.code == "incomplete_timeout" and "missing pages 2, 4" in dead.reason
+    assert dead.pages == [page_bytes(pages[0]), page_bytes(pages[2])]
+    assert assembler.on_tick(0, 1_300) == []
+
+
+def test_pending_memory_is_bounded_by_evicting_the_oldest() -> None:
+    assembler = _assembler(max_pending_bytes=2_000)
+    outcomes = []
+    for n in range(10):
+        outcomes += assembler.on_page(page_bytes(make_pages(f"doc{n}", ["x" * 300, "never"])[0]), 0, n)
+    evicted = [o for o in outcomes if isinstance(o, Dead)]
+    assert evicted and all(o.code == "assembly_capacity" for o in evicted)
+    assert [o.doc_id for o in evicted] == [f"doc{n}" for n in range(len(evicted))]
+    assert assembler.pending_bytes() <= 2_000
+
+
+def test_empty_documents_are_dead_not_chunked() -> None:
+    (dead,) = _feed(_assembler(), [page_bytes(p) for p in make_pages("blank", ["  \n", "\u200b\u202e\x07"])])
+    assert dead.code == "empty_document" and len(dead.pages) == 2
