@@ -216,7 +216,7 @@ THEMES: dict[str, tuple[str, ...]] = {
     "corporate governance": ("board of directors", "directors", "governance", "compensation"),
     "derivatives": ("derivative",),
     "annual meeting": ("annual meeting", "omaha", "meeting"),
-    "textiles": ("textile", "mill"),
+    "textiles": ("textile", " mills", " mill ", "looms"),
     "retail": ("retail", "furniture", "jewelry", "candy", "candies", "store"),
     "utilities and energy": ("utility", "utilities", "energy", "pipeline", "electric"),
     "banking": ("bank", "deposit", "loan"),
@@ -265,24 +265,44 @@ NAME_SUFFIX = re.compile(
 )
 DANGLING_START = re.compile(r"^(?:this|that|these|those|it|such|the above|as noted|as mentioned)\b", re.I)
 
-_COMPANY_RE = [(n, re.compile(r"(?<![A-Za-z])" + re.escape(n) + r"(?![A-Za-z])")) for n in COMPANIES]
-_PEOPLE_RE = [(n, re.compile(r"(?<![A-Za-z])" + re.escape(n) + r"(?![A-Za-z])")) for n in PEOPLE]
-_METRIC_RE = [(n, re.compile(p, re.I)) for n, p in METRICS.items()]
+_CAP_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]*")
+
+
+def _gazetteer(names: Iterable[str]) -> dict[str, list[str]]:
+    """Names indexed by their leading capitalised word, longest first: one scan of capitals per chunk."""
+    index: dict[str, list[str]] = {}
+    for n in sorted(set(names), key=lambda n: (-len(n), n)):
+        head = _CAP_WORD.match(n)
+        index.setdefault(head.group(0) if head else n, []).append(n)
+    return index
+
+
+_COMPANY_RE = _gazetteer(COMPANIES)
+_PEOPLE_RE = _gazetteer(PEOPLE)
+_METRIC_RE = [(name, re.compile(p)) for name, p in METRICS.items()]
 
 
 def _canon(name: str) -> str:
     return name.replace("’", "'")
 
 
-def _found(patterns: Iterable[tuple[str, re.Pattern[str]]], text: str) -> list[str]:
-    hits: list[tuple[int, str]] = []
-    seen: set[str] = set()
-    for name, rx in patterns:
-        m = rx.search(text)
-        key = _canon(name)
-        if m and key not in seen:
-            seen.add(key)
-            hits.append((m.start(), key))
+def _found(index: dict[str, list[str]], text: str) -> list[str]:
+    seen: list[str] = []
+    for m in _CAP_WORD.finditer(text):
+        for name in index.get(m.group(0), ()):
+            end = m.start() + len(name)
+            if text.startswith(name, m.start()) and not text[end : end + 1].isalpha():
+                key = _canon(name)
+                if key not in seen:
+                    seen.append(key)
+                break
+    return seen
+
+
+def _metrics(text: str) -> list[str]:
+    """Metric names in order of first mention; patterns are lowercase and scan the lowered text."""
+    low = text.lower()
+    hits = [(m.start(), name) for name, rx in _METRIC_RE if (m := rx.search(low))]
     return [name for _, name in sorted(hits)]
 
 
@@ -297,7 +317,7 @@ def entities(text: str) -> dict[str, list[str]]:
     return {
         "companies": companies[:12],
         "people": _found(_PEOPLE_RE, text)[:12],
-        "metrics": _found(_METRIC_RE, text),
+        "metrics": _metrics(text),
     }
 
 
@@ -325,7 +345,7 @@ def sentences(text: str) -> list[str]:
 
 
 def principles(text: str) -> list[dict[str, str]]:
-    """Sentences that state a rule Berkshire follows: principle/policy/belief wording plus an actionable verb."""
+    """Sentences stating a rule Berkshire follows: principle/policy/belief wording and an actionable verb."""
     found: list[dict[str, str]] = []
     for sent in sentences(text):
         if len(sent) > 320 or not PRINCIPLE_WORDS.search(sent) or not ACTIONABLE.search(sent):

@@ -61,9 +61,15 @@ def _last_line(content: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _clean_end(content: str, is_signature_end: bool) -> bool:
+_DANGLING = re.compile(r"(?:[,\-–—]|\b(?:the|of|and|to|a|an|in|for|with|or|by|that|which))$", re.I)
+
+
+def _clean_end(content: str, next_content: str, is_signature_end: bool) -> bool:
+    """Mid-sentence: the text stops on a dangling word, or the next chunk resumes in lowercase."""
     last = _last_line(content)
-    return is_signature_end or ends_sentence(last) or bool(PLACEHOLDER.match(last)) or last.isdigit()
+    if is_signature_end or ends_sentence(last) or PLACEHOLDER.match(last):
+        return True
+    return not _DANGLING.search(last) and not next_content.lstrip()[:1].islower()
 
 
 def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) -> list[str]:
@@ -77,7 +83,7 @@ def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) 
         cid = c["chunk_id"]
         if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
             problems.append(f"{cid}: {m['token_count']} tokens < {MIN_TOKENS} without standalone_exception")
-        if idx + 1 < len(t1) and not _clean_end(c["content"], sig):
+        if idx + 1 < len(t1) and not _clean_end(c["content"], t1[idx + 1][0]["content"], sig):
             problems.append(f"{cid}: ends mid-sentence")
         if idx + 1 < len(t1):
             nxt = t1[idx + 1][0]["content"].lstrip()

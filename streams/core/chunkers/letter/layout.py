@@ -17,12 +17,17 @@ PAGE_MARKER = "[[PAGE_BREAK]]"
 SEED_HEADER = re.compile(r"^[A-Z][A-Za-z\s]+$")
 # Real letters also title sections "GEICO (1-800-847-7536)" or "Insurance Operations -- Overview".
 LOOSE_HEADER = re.compile(r"^[A-Z][A-Za-z0-9\s’'&/\-–—(),]*[A-Za-z)]$")
+INITIALS_HEADER = re.compile(r"^(?:[A-Z]\.\s?){1,3}[A-Z][A-Za-z’'&\- ]+$")
 MD_HEADER = re.compile(r"^#{1,6}\s+(\S.*?)\s*#*$")
 BOLD_HEADER = re.compile(r"^\*\*([^*]{2,80})\*\*$")
 SEPARATOR = re.compile(r"^(?:\*\s*){3,}$")
 PAGE_NUMBER = re.compile(r"^[-–]?\s*\d{1,3}\s*[-–]?$")
 SIGNATURE = re.compile(r"(?:^|\s{2,})(?:/s/\s*)?Warren\s+E\.\s+Buffett\s*$")
 CHAIRMAN = re.compile(r"^Chairman(?: of the Board)?$")
+DATE_LINE = re.compile(
+    r"^(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+    r"\s+\d{1,2},\s+\d{4}$"
+)
 SP_TITLE = re.compile(r"Berkshire[’']s\s+(?:Corporate\s+)?Performance\s+vs\.?\s+the\s+S&P\s+500")
 DOT_LEADER = re.compile(r"\.{3,}|(?:\.\s){3,}")
 NUMERIC_TOKEN = re.compile(r"^[\$(]*[-–]?\$?\.?\d[\d,.]*%?\)?%?\*?$")
@@ -158,7 +163,9 @@ def classify_lines(lines: Sequence[Line], begin: int) -> None:
             ln.kind = "blank"
         elif s == PAGE_MARKER:
             ln.kind = "marker"
-        elif (PAGE_NUMBER.match(s) and ln.indent >= 8) or (PAGE_NUMBER.match(s) and len(s) <= 3 and s.isdigit()):
+        elif (PAGE_NUMBER.match(s) and ln.indent >= 8) or (
+            PAGE_NUMBER.match(s) and len(s) <= 3 and s.isdigit()
+        ):
             ln.kind = "pagenum"
         elif SEPARATOR.match(s):
             ln.kind = "separator"
@@ -188,7 +195,7 @@ def header_title(line: Line) -> str | None:
         return md.group(1).strip().strip("*").strip()
     if len(s) > 80 or len(s.split()) > 10 or ALIGNED.search(s):
         return None
-    if not (SEED_HEADER.match(s) or LOOSE_HEADER.match(s)):
+    if not (SEED_HEADER.match(s) or LOOSE_HEADER.match(s) or INITIALS_HEADER.match(s)):
         return None
     if s.split()[-1].lower() in DANGLING_END or sum(c.isalpha() for c in s) < 0.6 * len(s.replace(" ", "")):
         return None

@@ -133,8 +133,9 @@ def _extras(f: Facts) -> list[str]:
         out.append(f"Amounts mentioned include {_join(f.amounts[:2])}.")
     if f.people:
         out.append(f"{_join(f.people[:2])} {'feature' if len(f.people) > 1 else 'features'} in the account.")
-    if f.years and f.tier == 1:
-        out.append(f"Comparisons reach back to {f.years[0]}.")
+    earlier = [y for y in f.years if y < f.year]
+    if earlier and f.tier == 1:
+        out.append(f"Comparisons reach back to {earlier[0]}.")
     if f.future:
         out.append("Expectations for the years ahead are also set out.")
     if len(f.themes) >= 2:
@@ -152,6 +153,7 @@ def compose(f: Facts, chunk_text: str, taken: set[str]) -> str:
     for shift in range(len(leads)):
         frame = leads[(start + shift) % len(leads)]
         for cos in co_options:
+            cos = [c.rstrip(".") for c in cos]
             co = f" at {_join(cos)}" if cos and f.tier == 1 else (f" for {_join(cos)}" if cos else "")
             lead = frame.format(y=_when(f.year), topic=f.topic, co=co)
             for text in _variants(lead, extras):

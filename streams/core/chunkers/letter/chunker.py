@@ -1,0 +1,733 @@
+"""Tier-1 section chunks and tier-2 table chunks for shareholder letters (seed 000)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
+from streams.core.chunkers.letter import enrich, gate
+from streams.core.chunkers.letter.layout import LIST_MARKER, Block, analyse, ends_sentence, is_tabular
+from streams.core.chunkers.letter.summary import Facts, compose
+from streams.core.chunkers.letter.tables import table_data
+from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.tokenizers import Tokenizer
+
+T1_MIN, T1_MAX, T1_TARGET, T2_MIN = 250, 800, 500, 150
+PLACEHOLDER = "[TABLE — see child chunk {}]"
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+DATE = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2}),\s+(\d{4})\b")
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+STOP = set(
+    [
+        "that",
+        "this",
+        "with",
+        "have",
+        "from",
+        "they",
+        "their",
+        "there",
+        "which",
+        "would",
+        "been",
+        "were",
+        "will",
+        "what",
+        "when",
+        "about",
+        "into",
+        "than",
+        "then",
+        "them",
+        "these",
+        "those",
+        "also",
+        "more",
+        "most",
+        "some",
+        "such",
+        "only",
+        "over",
+        "other",
+        "very",
+        "just",
+        "each",
+        "year",
+        "years",
+        "last",
+    ]
+)
+
+
+@dataclass(slots=True)
+class Section:
+    major: int
+    title: str
+    hierarchy: tuple[str, ...]
+    blocks: list[Block] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Piece:
+    """A T1 candidate: whole units of one or more sections."""
+
+    major: int
+    title: str
+    hierarchy: tuple[str, ...]
+    units: list[list[Block]]
+    tokens: int
+    label: str
+    section_final: bool = False
+    merged_from: list[str] = field(default_factory=list)
+    boundary_note: str | None = None
+    exception: str | None = None
+
+    @property
+    def blocks(self) -> list[Block]:
+        return [b for u in self.units for b in u]
+
+
+class LetterChunker(Chunker):
+    name: ClassVar[str] = "letter"
+    version: ClassVar[str] = "1.0.0"
+    metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        super().__init__(tokenizer)
+
+    def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
+        if not doc.text.strip():
+            return []
+        try:
+            return _Run(self.tokenizer, doc).drafts()
+        except ChunkingError:
+            raise
+        except Exception as exc:  # any other failure is a bug, but the agent must still dead-letter it
+            raise ChunkingError(
+                f"letter chunker failed: {type(exc).__name__}: {exc}", "letter_internal"
+            ) from exc
+
+
+class _Run:
+    """State of one chunk() call; nothing survives it."""
+
+    def __init__(self, tokenizer: Tokenizer, doc: AssembledDocument) -> None:
+        self.tok = tokenizer
+        self.doc = doc
+        self.text = doc.text
+        self._counts: dict[tuple[int, int], int] = {}
+
+    # ---- tokens -------------------------------------------------------------------------------
+    def count(self, start: int, end: int) -> int:
+        key = (start, end)
+        if key not in self._counts:
+            self._counts[key] = self.tok.count(self.text[start:end])
+        return self._counts[key]
+
+    def block_tokens(self, b: Block) -> int:
+        return 16 if b.kind == "table" else self.count(b.start, b.end)
+
+    def unit_tokens(self, unit: Sequence[Block]) -> int:
+        return sum(self.block_tokens(b) for b in unit)
+
+    # ---- pipeline -----------------------------------------------------------------------------
+    def drafts(self) -> list[ChunkDraft]:
+        blocks, _ = analyse(self.text, self.doc.page_map)
+        self.blocks = [b for b in blocks if b.kind != "separator"]
+        if not any(b.kind in {"para", "table"} for b in blocks):
+            raise ChunkingError("letter has no body text after the opening performance table", "letter_empty")
+        self.year = self._year()
+        self.date = self._date()
+        sections = self._sections(blocks)
+        pieces = [p for s in sections for p in self._split(s)]
+        per_major: dict[int, int] = {}
+        for p in pieces:  # labels name pre-merge pieces in merged_from: S<major>.<n>, unique per letter
+            per_major[p.major] = per_major.get(p.major, 0) + 1
+            p.label = f"S{p.major:02d}.{per_major[p.major]}"
+        pieces = self._merge(pieces)
+        return self._emit(pieces)
+
+    def _year(self) -> int:
+        meta = self.doc.metadata
+        for raw in (meta.get("year", ""), meta.get("date", "")[:4]):
+            if raw.isdigit() and 1900 <= int(raw) <= 2100:
+                return int(raw)
+        m = re.search(r"(?<!\d)(19[5-9]\d|20\d\d)(?!\d)", self.doc.document_name)
+        if m:
+            return int(m.group(1))
+        head = self.text[:3000]
+        m = re.search(r"Letter\s+(19\d\d|20\d\d)", head)
+        if m:
+            return int(m.group(1))
+        sig = self._signature_date()
+        if sig:
+            return int(sig[:4]) - 1
+        found = enrich.YEAR.findall(head)
+        if not found:
+            return 0
+        return int(max(sorted(set(found)), key=found.count))
+
+    def _signature_date(self) -> str | None:
+        for b in self.blocks:
+            if b.kind == "signature":
+                around = self.text[max(0, b.start - 200) : b.end + 200]
+                m = DATE.search(around)
+                if m:
+                    return f"{int(m.group(3)):04d}-{MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"
+        return None
+
+    def _date(self) -> str:
+        raw = self.doc.metadata.get("date", "")
+        if ISO_DATE.match(raw):
+            return raw
+        return self._signature_date() or "0000-00-00"
+
+    def _sections(self, blocks: Sequence[Block]) -> list[Section]:
+        """§2.2: headers, separators, page breaks on topic change, signature = end."""
+        sections: list[Section] = []
+        major, title, root = 1, "Introduction", "Letter Body"
+        current = Section(major, title, (root, title))
+        after_signature = False
+        prev_para: Block | None = None
+        for b in blocks:
+            if b.kind == "header":
+                if current.blocks:
+                    sections.append(current)
+                    major += 1
+                title = b.title
+                root = "Appendix" if after_signature else "Letter Body"
+                current = Section(major, title, (root, title), [b])
+            elif b.kind == "separator":
+                if current.blocks:
+                    sections.append(current)
+                    current = Section(major, title, current.hierarchy)
+            elif b.kind == "signature":
+                current.blocks.append(b)
+                sections.append(current)
+                after_signature, major = True, major + 1
+                title, root = "Postscript", "Appendix"
+                current = Section(major, title, (root, title))
+            else:
+                if (
+                    b.page_break_before
+                    and prev_para is not None
+                    and current.blocks
+                    and self._topic_changed(prev_para, b)
+                ):
+                    sections.append(current)
+                    current = Section(major, title, current.hierarchy)
+                current.blocks.append(b)
+            if b.kind == "para":
+                prev_para = b
+        if current.blocks:
+            sections.append(current)
+        return [s for s in sections if any(b.kind in {"para", "table"} for b in s.blocks)] or sections
+
+    def _topic_changed(self, before: Block, after: Block) -> bool:
+        if after.kind != "para" or not ends_sentence(before.lines[-1]):
+            return False
+        a, b = (
+            _content_words(self.text[before.start : before.end]),
+            _content_words(self.text[after.start : after.end]),
+        )
+        if not a or not b:
+            return False
+        return len(a & b) / len(a | b) < 0.05
+
+    def _units(self, section: Section) -> list[list[Block]]:
+        """Blocks that must stay together: header + next block, lead-in ending ':' + table, signature."""
+        units: list[list[Block]] = []
+        glue_next = False
+        for b in section.blocks:
+            for part in self._sentence_parts(b) if b.kind == "para" else [b]:
+                if units and (
+                    glue_next or part.kind == "signature" or (part.kind == "table" and _colon(units[-1]))
+                ):
+                    units[-1].append(part)
+                else:
+                    units.append([part])
+                glue_next = part.kind == "header"
+        return units
+
+    def _sentence_parts(self, b: Block) -> list[Block]:
+        """A paragraph above the T1 maximum splits at the sentence boundary nearest the target."""
+        if self.block_tokens(b) <= T1_MAX:
+            return [b]
+        body = self.text[b.start : b.end]
+        cuts = [m.end() for m in re.finditer(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])", body)]
+        best, best_gap = None, None
+        for c in cuts:
+            gap = abs(self.count(b.start, b.start + c) - T1_TARGET)
+            if best_gap is None or gap < best_gap:
+                best, best_gap = c, gap
+        if best is None:
+            return [b]
+        left_end = b.start + len(body[:best].rstrip())
+        left = Block("para", b.first, b.last, b.start, left_end, lines=body[:best].rstrip().split("\n"))
+        right = Block("para", b.first, b.last, b.start + best, b.end, lines=body[best:].split("\n"))
+        return [*self._sentence_parts(left), *self._sentence_parts(right)]
+
+    def _split(self, section: Section) -> list[Piece]:
+        """§2.3: a section above 800 tokens splits at the paragraph boundary nearest 500."""
+        units = self._units(section)
+        pieces: list[Piece] = []
+        while units:
+            tokens = [self.unit_tokens(u) for u in units]
+            cut = len(units)
+            if sum(tokens) > T1_MAX and len(units) > 1:
+                cut = self._nearest_cut(units, tokens, T1_TARGET)
+            chunk_units, units = units[:cut], units[cut:]
+            label = f"S{section.major:02d}.{len(pieces) + 1}"
+            pieces.append(
+                Piece(section.major, section.title, section.hierarchy, chunk_units, sum(tokens[:cut]), label)
+            )
+        if pieces:
+            pieces[-1].section_final = True
+        return pieces
+
+    @staticmethod
+    def _nearest_cut(units: Sequence[list[Block]], tokens: Sequence[int], target: int) -> int:
+        best, best_gap, running = 1, None, 0
+        for k in range(1, len(units)):
+            running += tokens[k - 1]
+            if not _cut_allowed(units[k - 1], units[k]):
+                continue
+            gap = abs(running - target)
+            if best_gap is None or gap < best_gap:
+                best, best_gap = k, gap
+        return best
+
+    # ---- §2.4 merge decision tree ---------------------------------------------------------------
+    def _merge(self, pieces: list[Piece]) -> list[Piece]:
+        guard = 0
+        while guard < 10 * (len(pieces) + 1):
+            guard += 1
+            idx = next((i for i, p in enumerate(pieces) if p.tokens < T1_MIN and not self._exempt(p)), None)
+            if idx is None or len(pieces) == 1:
+                break
+            direction, why = self._direction(pieces, idx)
+            if direction == "backward" and idx == 0:
+                direction, why = "forward", why + "; no earlier chunk, merged forward"
+            if direction == "forward" and idx == len(pieces) - 1:
+                direction, why = "backward", why + "; no later chunk, merged backward"
+            a, b = (idx - 1, idx) if direction == "backward" else (idx, idx + 1)
+            merged = self._join(
+                pieces[a],
+                pieces[b],
+                f"merged {direction}: {pieces[idx].label} had {pieces[idx].tokens} tokens (<{T1_MIN}); {why}",
+            )
+            pieces[a : b + 1] = self._rebalance(merged)
+        return pieces
+
+    def _direction(self, pieces: Sequence[Piece], idx: int) -> tuple[str, str]:
+        p = pieces[idx]
+        same_section_before = idx > 0 and pieces[idx - 1].major == p.major
+        if p.section_final and (same_section_before or idx == len(pieces) - 1):
+            return "backward", "section-final"
+        paras = sum(1 for b in p.blocks if b.kind == "para")
+        if p.blocks[0].kind == "header" and paras < 2:
+            return "forward", "header with fewer than 2 paragraphs"
+        if (idx > 0 and pieces[idx - 1].blocks[-1].kind == "table") or p.blocks[0].kind == "table":
+            return "backward", "follows a table"
+        return "forward", "default"
+
+    def _join(self, a: Piece, b: Piece, note: str) -> Piece:
+        sources = (a.merged_from or [a.label]) + (b.merged_from or [b.label])
+        notes = "; ".join(n for n in (a.boundary_note, b.boundary_note, note) if n)
+        return Piece(
+            a.major,
+            a.title,
+            a.hierarchy,
+            a.units + b.units,
+            a.tokens + b.tokens,
+            a.label,
+            section_final=b.section_final,
+            merged_from=sources,
+            boundary_note=notes,
+        )
+
+    def _rebalance(self, p: Piece) -> list[Piece]:
+        """A merge above 800 tokens re-splits near its middle when both halves stay >= 250."""
+        if p.tokens <= T1_MAX or len(p.units) < 2:
+            return [p]
+        tokens = [self.unit_tokens(u) for u in p.units]
+        cut = self._nearest_cut(p.units, tokens, p.tokens // 2)
+        left, right = sum(tokens[:cut]), sum(tokens[cut:])
+        if left < T1_MIN or right < T1_MIN:
+            return [p]
+        note = (p.boundary_note or "") + f"; rebalanced {p.tokens} tokens into {left} + {right}"
+        first = Piece(
+            p.major,
+            p.title,
+            p.hierarchy,
+            p.units[:cut],
+            left,
+            p.label,
+            merged_from=list(p.merged_from),
+            boundary_note=note,
+        )
+        second_head = p.units[cut][0]
+        title = second_head.title if second_head.kind == "header" else p.title
+        second = Piece(
+            p.major,
+            title,
+            p.hierarchy if title == p.title else (p.hierarchy[0], title),
+            p.units[cut:],
+            right,
+            p.label + "b",
+            section_final=p.section_final,
+            merged_from=list(p.merged_from),
+            boundary_note=note,
+        )
+        return [first, second]
+
+    def _exempt(self, p: Piece) -> bool:
+        """§4: a short mistake confession or principle statement with a complete thought stays alone."""
+        if p.exception is not None:
+            return True
+        body = self.text[p.blocks[0].start : p.blocks[-1].end]
+        ctype = enrich.content_type(body, False)
+        if ctype in {"mistake_confession", "principle_statement"} and enrich.complete_thought(body):
+            p.exception = f"{ctype} with a complete thought below {T1_MIN} tokens"
+            return True
+        return False
+
+    # ---- output -----------------------------------------------------------------------------------
+    def _emit(self, pieces: list[Piece]) -> list[ChunkDraft]:
+        ids = self._assign_ids(pieces)
+        titles = sorted({p.title for p in pieces})
+        taken: set[str] = set()
+        objects: list[tuple[dict[str, Any], ChunkDraft, bool]] = []
+        for p, (_sec, t1_id) in zip(pieces, ids, strict=True):
+            tables = [b for b in p.blocks if b.kind == "table"]
+            t2_ids = self._t2_ids[id(p)]
+            t1_text = self._t1_text(p, tables, t2_ids)
+            start, end = p.blocks[0].start, p.blocks[-1].end
+            meta = self._meta(t1_id, p, t1_text, start, end, titles, taken, tier=1)
+            meta["child_chunk_ids"] = list(t2_ids)
+            transform = "table_placeholder" if tables else None
+            draft = ChunkDraft(
+                t1_text, start, end, p.hierarchy, meta["content_type"], meta, (t1_id,), transform
+            )
+            objects.append((meta, draft, p.blocks[-1].kind == "signature"))
+            for table, t2_id in zip(tables, t2_ids, strict=True):
+                objects.append((*self._t2(table, t2_id, t1_id, p, titles, taken), False))
+        self._gate(objects)
+        return [d for _, d, _ in objects]
+
+    def _assign_ids(self, pieces: Sequence[Piece]) -> list[tuple[int, str]]:
+        """S## numbers the sections that survive merging; ### restarts per section, contiguous."""
+        out: list[tuple[int, str]] = []
+        self._t2_ids: dict[int, list[str]] = {}
+        sec, last_major, n1, n2 = 0, None, 0, 0
+        year4 = f"{self.year:04d}"[-4:]
+        for p in pieces:
+            if p.major != last_major:
+                sec, last_major, n1, n2 = sec + 1, p.major, 0, 0
+            n1 += 1
+            if sec > 99 or n1 > 999:
+                raise ChunkingError(
+                    "letter validation failed: more than 99 sections or 999 chunks", "letter_validation"
+                )
+            out.append((sec, f"{year4}-S{sec:02d}-T1-{n1:03d}"))
+            t2 = []
+            for _ in (b for b in p.blocks if b.kind == "table"):
+                n2 += 1
+                t2.append(f"{year4}-S{sec:02d}-T2-{n2:03d}")
+            self._t2_ids[id(p)] = t2
+        return out
+
+    def _t1_text(self, p: Piece, tables: Sequence[Block], t2_ids: Sequence[str]) -> str:
+        start = p.blocks[0].start
+        out, cursor = [], start
+        for table, t2_id in zip(tables, t2_ids, strict=True):
+            out.append(self.text[cursor : table.start])
+            out.append(PLACEHOLDER.format(t2_id))
+            cursor = table.end
+        out.append(self.text[cursor : p.blocks[-1].end])
+        return "".join(out)
+
+    def _t2(self, table: Block, t2_id: str, parent: str, p: Piece, titles: list[str], taken: set[str]):
+        """§2.5.3: lead-in + table + interpretation, absorbing neighbours until >= 150 tokens."""
+        i = next(k for k, b in enumerate(self.blocks) if b is table)
+        lo = hi = i
+        lead = i > 0 and self.blocks[i - 1].kind == "para"
+        interp = i + 1 < len(self.blocks) and self.blocks[i + 1].kind == "para"
+        lo -= 1 if lead else 0
+        hi += 1 if interp else 0
+        context = ["lead-in"] * lead + ["interpretation"] * interp
+        absorbed = 0
+        while self.count(self.blocks[lo].start, self.blocks[hi].end) < T2_MIN:
+            grew = False
+            if lo > 0 and self.blocks[lo - 1].kind in {"para", "table"}:
+                lo, grew = lo - 1, True
+            if self.count(self.blocks[lo].start, self.blocks[hi].end) >= T2_MIN:
+                absorbed += grew
+                break
+            if hi + 1 < len(self.blocks) and self.blocks[hi + 1].kind in {"para", "table"}:
+                hi, grew = hi + 1, True
+            if not grew:
+                break
+            absorbed += 1
+        if not context:
+            paras = [b for b in self.blocks[lo : hi + 1] if b.kind == "para"]
+            context = ["nearby paragraph"] if paras else []
+        start, end = self.blocks[lo].start, self.blocks[hi].end
+        text = self.text[start:end]
+        lead_text = self.text[self.blocks[i - 1].start : self.blocks[i - 1].end] if lead else ""
+        data = table_data(table.lines, lead_text, self.year)
+        meta = self._meta(t2_id, p, text, start, end, titles, taken, tier=2, table=data)
+        meta["parent_chunk_id"] = parent
+        note = f"narrative context: {' + '.join(context)}" if context else "no narrative context"
+        meta["boundary_note"] = note + (
+            f"; absorbed {absorbed} neighbouring blocks to reach {T2_MIN} tokens" if absorbed else ""
+        )
+        draft = ChunkDraft(text, start, end, p.hierarchy, "financial_table", meta, (t2_id,))
+        return meta, draft
+
+    def _meta(
+        self,
+        cid: str,
+        p: Piece,
+        text: str,
+        start: int,
+        end: int,
+        titles: list[str],
+        taken: set[str],
+        tier: int,
+        table: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        plain = re.sub(r"\[TABLE — see child chunk [^\]]+\]", "", text)
+        ents = enrich.entities(plain)
+        ctype = "financial_table" if table else enrich.content_type(plain, False)
+        exception = p.exception if tier == 1 else None
+        priority = "high" if table or exception else enrich.retrieval_priority(plain, ctype)
+        temporal = enrich.temporal(plain, self.year)
+        themes = enrich.themes(plain)
+        facts = Facts(
+            key=cid,
+            year=self.year,
+            topic=_topic(p.title, table, themes),
+            tier=tier,
+            content_type=ctype,
+            companies=ents["companies"][:3],
+            people=ents["people"][:2],
+            metrics=ents["metrics"][:2],
+            themes=themes,
+            amounts=enrich.MONEY.findall(plain)[:2],
+            years=temporal["comparison_years"],
+            future=temporal["future_outlook"],
+            rows=table["row_count"] if table else 0,
+        )
+        summary = compose(facts, text, taken if tier == 1 else set())
+        if tier == 1:
+            taken.add(summary)
+        return {
+            "seed_chunk_id": cid,
+            "letter_year": self.year,
+            "letter_date": self.date,
+            "source_file": self.doc.document_name,
+            "section_title": p.title,
+            "section_hierarchy": list(p.hierarchy),
+            "chunk_tier": tier,
+            "parent_chunk_id": None,
+            "child_chunk_ids": [],
+            "content_type": ctype,
+            "contextual_summary": summary,
+            "has_table": table is not None,
+            "table_data": [table] if table else [],
+            "has_financial_data": bool(table) or enrich.has_financial_data(plain),
+            "entities": ents,
+            "themes": themes,
+            "buffett_concepts": enrich.buffett_concepts(plain),
+            "principles": enrich.principles(plain),
+            "temporal_references": temporal,
+            "cross_references": enrich.cross_references(plain, self.year, p.title, titles),
+            "retrieval_priority": priority,
+            "abstraction_level": enrich.abstraction_level(plain, ents),
+            "token_count": self.tok.count(text),
+            "char_count": len(text),
+            "source_span": {"start_char": start, "end_char_exclusive": end},
+            "standalone_exception": exception is not None,
+            "exception_reason": exception,
+            "boundary_note": p.boundary_note if tier == 1 else None,
+            "merged_from": list(p.merged_from) if tier == 1 else [],
+        }
+
+    def _gate(self, objects: Sequence[tuple[dict[str, Any], ChunkDraft, bool]]) -> None:
+        """§5 on the whole letter; the composer already rewrote summaries, anything left is fatal."""
+        seeds = [seed_object(d.text, m) for m, d, _ in objects]
+        problems: list[str] = []
+        for s in seeds:
+            try:
+                gate.validate(s)
+            except AssertionError as exc:
+                problems.append(f"{s['chunk_id']}: validate: {exc}")
+            problems.extend(f"{s['chunk_id']}: {p}" for p in gate.invariants(s))
+        problems.extend(gate.coherence(seeds, [sig for _, _, sig in objects]))
+        if problems:
+            shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+            raise ChunkingError(f"letter validation failed: {shown}", "letter_validation")
+
+
+def _topic(title: str, table: dict[str, Any] | None, themes: Sequence[str]) -> str:
+    if table:
+        name = table["table_name"].strip().rstrip(":")
+        words = name.split()
+        if 1 <= len(words) <= 7 and not is_tabular(name):
+            return _lower_title(name)
+        return f"figures on {themes[0]}" if themes else "Berkshire's operating figures"
+    if title in {"Introduction", "Postscript"}:
+        return f"{themes[0]} and the year's results" if themes else "Berkshire's results and outlook"
+    return _lower_title(title)
+
+
+def _lower_title(title: str) -> str:
+    words = title.split()
+    keep = set(enrich.COMPANIES) | {"Berkshire", "Buffett", "Munger", "GEICO", "S&P"}
+    out = [
+        w if (w in keep or w.isupper() or (i and w[:1].isupper() and w not in _COMMON)) else w.lower()
+        for i, w in enumerate(words)
+    ]
+    return " ".join(out)
+
+
+_COMMON = {
+    "Of",
+    "And",
+    "The",
+    "In",
+    "On",
+    "For",
+    "To",
+    "A",
+    "An",
+    "Value",
+    "Values",
+    "Operations",
+    "Earnings",
+    "Reported",
+    "Sources",
+    "Insurance",
+    "Investments",
+    "Investment",
+    "Business",
+    "Businesses",
+    "Annual",
+    "Meeting",
+    "Results",
+    "Products",
+    "Finance",
+    "Financial",
+    "Utility",
+    "Regulated",
+    "Stock",
+    "Stocks",
+    "Common",
+    "Taxes",
+    "Acquisitions",
+    "Miscellaneous",
+    "Underwriting",
+    "Industry",
+    "Conditions",
+    "Textile",
+    "Banking",
+    "General",
+    "Review",
+    "Intrinsic",
+    "Book",
+    "Market",
+    "Securities",
+    "Marketable",
+    "Designated",
+    "Contributions",
+    "Shareholder",
+    "Debt",
+    "Risk",
+    "Governance",
+    "Corporate",
+    "Accounting",
+    "Changes",
+    "Preferred",
+    "Convertible",
+    "Retailing",
+    "Manufacturing",
+    "Service",
+    "Operating",
+    "Policy",
+    "Dividend",
+    "Mistake",
+    "Reports",
+    "Shareholders",
+    "Management",
+    "Succession",
+    "Sector",
+    "Foreign",
+    "Currencies",
+    "Derivatives",
+    "Yardsticks",
+    "How",
+    "We",
+    "Measure",
+    "Ourselves",
+    "Performance",
+    "Long",
+    "Term",
+    "Prospects",
+    "Capital",
+    "Allocation",
+    "Compensation",
+    "Taxation",
+    "Financing",
+    "Arbitrage",
+}
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in STOP}
+
+
+def _colon(unit: Sequence[Block]) -> bool:
+    last = unit[-1]
+    return last.kind == "para" and last.lines[-1].rstrip().endswith(":")
+
+
+def _cut_allowed(before: Sequence[Block], after: Sequence[Block]) -> bool:
+    """Never between items of one list, nor after a lead-in that ends with a colon."""
+    if _colon(before):
+        return False
+    first = after[0]
+    last = before[-1]
+    if first.kind == "para" and last.kind == "para":
+        return not (LIST_MARKER.match(first.lines[0].strip()) and LIST_MARKER.match(last.lines[0].strip()))
+    return True
+
+
+def seed_object(content: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The seed's canonical chunk object: chunk_id, content and exactly the 28 metadata keys."""
+    return {
+        "chunk_id": metadata["seed_chunk_id"],
+        "content": content,
+        "metadata": {k: metadata[k] for k in sorted(gate.REQUIRED_META)},
+    }
+
+
+def seed_objects(records: list[ChunkRecord]) -> list[dict[str, Any]]:
+    """Canonical seed objects for `streams chunk --format seed` (letter records only)."""
+    return [seed_object(r.text, r.metadata) for r in records if r.strategy == LetterChunker.name]
