@@ -239,7 +239,9 @@ def main() -> None:
         if isinstance(exc, click.exceptions.Abort):
             raise SystemExit(1) from None
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        err.print(f"[red]error:[/] {message}", highlight=False)
+        from rich.markup import escape
+
+        err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise SystemExit(1) from None
 
 

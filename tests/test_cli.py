@@ -1,0 +1,71 @@
+"""The CLI as users run it: subprocesses, JSON on stdout, one-line errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streams.core.chunkers import get_chunker
+from streams.core.document import assemble
+from streams.core.records import build_records
+from streams.ingest.files import page_events
+
+
+def streams(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args],
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_chunk_prints_the_records_of_the_offline_path(tmp_path: Path) -> None:
+    source = tmp_path / "memo.txt"
+    source.write_text("alpha beta gamma. " * 120 + "\n[[PAGE_BREAK]]\n" + "delta epsilon. " * 90, encoding="utf-8")
+    done = streams("chunk", str(source), "--strategy", "window")
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    doc = assemble(page_events(source))
+    chunker = get_chunker("window")
+    expected = [r.model_dump(mode="json") for r in build_records(doc, chunker, chunker.chunk(doc))]
+    assert rows == expected
+    assert {tuple(r["page_numbers"]) for r in rows} >= {(1,), (2,)} or any(len(r["page_numbers"]) == 2 for r in rows)
+
+
+def test_cp1252_text_is_decoded_not_mangled(tmp_path: Path) -> None:
+    source = tmp_path / "call.txt"
+    source.write_bytes("Caf\u00e9 \u2013 \u201cquoted\u201d results".encode("cp1252"))
+    done = streams("chunk", str(source), "--strategy", "window")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["text"] == "Caf\u00e9 \u2013 \u201cquoted\u201d results"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["chunk", "/nonexistent/file.txt"], "no such file"),
+        (["chunk", "README.md", "--strategy", "nope"], "unknown strategy"),
+        (["tail", "--timeout", "1"], "error"),
+    ],
+)
+def test_errors_are_one_line_without_traceback(args: list[str], message: str) -> None:
+    done = streams(*args, env={"STREAMS_BROKER": "127.0.0.1:1"}, timeout=60)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("%")]
+    assert len(lines) == 1, done.stderr
+    assert message in lines[0].lower() and "Traceback" not in done.stderr
+
+
+@pytest.mark.integration
+def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
+    done = streams("demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert set(summary) == {"documents", "pages", "chunks", "dead_letters", "seconds"}
+    assert summary["documents"] >= 5 and summary["chunks"]["window"] > 0 and summary["dead_letters"] == 0
+    assert not any(tmp_path.iterdir())  # the run cleaned up its own data directory
