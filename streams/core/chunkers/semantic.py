@@ -11,7 +11,7 @@ comparison so tiny float differences between batchings cannot move a boundary in
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -127,40 +127,55 @@ class _SentenceEmbeddingChunker(Chunker):
     def _merge_small(
         self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
     ) -> list[_Group]:
-        """One left-to-right pass: a group under min_tokens joins its more similar neighbour if it fits."""
+        """One left-to-right pass: a group under min_tokens joins its more similar neighbour if the
+        union fits max_tokens; otherwise the union is re-split at the sentence that balances it."""
 
-        def tokens(first: int, last: int) -> int:
-            return counter(units[first][0], units[last][1])
-
-        def centroid(g: _Group) -> np.ndarray:
-            return vectors[g.first : g.last + 1].sum(axis=0)
+        def tokens(g: _Group) -> int:
+            return counter(units[g.first][0], units[g.last][1])
 
         def similarity(a: _Group, b: _Group) -> float:
-            ca, cb = centroid(a), centroid(b)
+            ca, cb = vectors[a.first : a.last + 1].sum(axis=0), vectors[b.first : b.last + 1].sum(axis=0)
             denom = float(np.linalg.norm(ca) * np.linalg.norm(cb)) or 1.0
             return round(float(ca @ cb) / denom, ROUND)
 
         out: list[_Group] = []
         pending = list(groups)
-        i = 0
-        while i < len(pending):
-            g = pending[i]
-            if tokens(g.first, g.last) >= self.min_tokens:
+        for i, g in enumerate(pending):
+            if tokens(g) >= self.min_tokens:
                 out.append(g)
-                i += 1
                 continue
-            prev = out[-1] if out and tokens(out[-1].first, g.last) <= self.max_tokens else None
+            prev = out[-1] if out else None
             nxt = pending[i + 1] if i + 1 < len(pending) else None
-            if nxt is not None and tokens(g.first, nxt.last) > self.max_tokens:
-                nxt = None
-            if prev is not None and (nxt is None or similarity(prev, g) >= similarity(g, nxt)):
-                out[-1] = _Group(prev.first, g.last, g.reason)
+            use_prev = prev is not None and (nxt is None or similarity(prev, g) >= similarity(g, nxt))
+            if use_prev and prev is not None:
+                union = _Group(prev.first, g.last, g.reason)
+                out[-1:] = [union] if tokens(union) <= self.max_tokens else self._rebalance(prev, g, tokens)
             elif nxt is not None:
-                pending[i + 1] = _Group(g.first, nxt.last, nxt.reason)
+                union = _Group(g.first, nxt.last, nxt.reason)
+                if tokens(union) <= self.max_tokens:
+                    pending[i + 1] = union
+                else:
+                    left, right = self._rebalance(g, nxt, tokens)
+                    out.append(left)
+                    pending[i + 1] = right
             else:
                 out.append(g)
-            i += 1
         return out
+
+    def _rebalance(self, a: _Group, b: _Group, tokens: Callable[[_Group], int]) -> list[_Group]:
+        """Split the union of two neighbours at the sentence that maximises the smaller side."""
+        best: tuple[int, int] | None = None
+        for k in range(a.first + 1, b.last + 1):
+            left, right = tokens(_Group(a.first, k - 1, "")), tokens(_Group(k, b.last, ""))
+            if (
+                left <= self.max_tokens
+                and right <= self.max_tokens
+                and (best is None or min(left, right) > best[0])
+            ):
+                best = (min(left, right), k)
+        if best is None or best[0] <= min(tokens(a), tokens(b)):
+            return [a, b]
+        return [_Group(a.first, best[1] - 1, "rebalanced"), _Group(best[1], b.last, b.reason)]
 
     def _draft(
         self, text: str, units: Sequence[Span], vectors: np.ndarray, g: _Group, threshold: float

@@ -1,0 +1,292 @@
+"""semantic and cluster strategies (seed 004): topic shifts, pages, bounds, determinism, cache, offline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import itertools
+
+from streams.codec.avro import AvroCodec
+from streams.core.chunkers import get_chunker
+from streams.core.chunkers.base import ChunkingError
+from streams.core.chunkers.semantic import BREAKPOINT_DEFAULTS, ClusterChunker, SemanticChunker
+from streams.core.document import assemble
+from streams.core.embedding import Embedder, get_embedder
+from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
+from streams.core.records import build_records
+from streams.core.text import block_sentence_spans, split_span_by_tokens
+from streams.core.tokenizers import get_tokenizer
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "semantic"
+CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpora" / "chunking_eval"
+TOPIC_STARTS = ("Sourdough bread begins", "Volcanoes form where", "Chess openings are")
+TOPIC_WORDS = (
+    r"\b(sourdough|starter|dough|loaf|bread|crust)",
+    r"\b(volcan|magma|lava|eruption|ash\b|pyroclastic)",
+    r"\b(chess|opening|castl|gambit)",
+)
+
+
+def make_doc(pages: list[str], doc_id: str = "doc-1") -> AssembledDocument:
+    return assemble(
+        [
+            PageEvent(doc_id=doc_id, document_name="t.txt", page_number=n, page_count=len(pages), text=text)
+            for n, text in enumerate(pages, start=1)
+        ]
+    )
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """One model load per test session, strictly offline."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    shared = get_embedder()
+    _ = shared.model
+    return shared
+
+
+@pytest.fixture(scope="session")
+def topics_doc() -> AssembledDocument:
+    pages = (FIXTURES / "topics.txt").read_text(encoding="utf-8").split("\f")
+    return make_doc([p.strip("\n") for p in pages])
+
+
+def topics_of(text: str) -> set[int]:
+    import re
+
+    return {n for n, words in enumerate(TOPIC_WORDS) if re.search(words, text, re.IGNORECASE)}
+
+
+def assert_exact_ranges(doc: AssembledDocument, drafts) -> None:
+    assert drafts
+    for draft in drafts:
+        assert draft.text == doc.text[draft.char_start : draft.char_end]
+        assert draft.text.strip() == draft.text
+    for a, b in itertools.pairwise(drafts):
+        assert a.char_end <= b.char_start
+        assert not doc.text[a.char_end : b.char_start].strip(), "text lost between chunks"
+
+
+# --- sentence splitting -------------------------------------------------------------------------
+
+
+def test_sentence_spans_exact_offsets_abbreviations_decimals_and_blocks() -> None:
+    text = (
+        "Dr. Smith paid $3.50 for 2.5 kg of flour. It rose well! Was it the U.S. market?\n\n"
+        "A heading without a stop\n- first item\n- second item"
+    )
+    spans = block_sentence_spans(text)
+    pieces = [text[s:e] for s, e in spans]
+    assert pieces == [
+        "Dr. Smith paid $3.50 for 2.5 kg of flour.",
+        "It rose well!",
+        "Was it the U.S. market?",
+        "A heading without a stop",
+        "- first item",
+        "- second item",
+    ]
+
+
+def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
+    encoding = get_tokenizer().encoding
+    text = " ".join(f"word{i}" for i in range(3000))
+    pieces = split_span_by_tokens(
+        text, (0, len(text)), 100, encoding.encode_ordinary, encoding.decode_with_offsets
+    )
+    assert len(pieces) > 10
+    assert all(len(encoding.encode_ordinary(text[s:e])) <= 100 for s, e in pieces)
+    assert " ".join(text[s:e] for s, e in pieces) == text
+
+
+# --- semantic -----------------------------------------------------------------------------------
+
+
+def test_semantic_percentile_breaks_at_topic_shifts(
+    embedder: Embedder, topics_doc: AssembledDocument
+) -> None:
+    chunker = SemanticChunker(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
+    drafts = chunker.chunk(topics_doc)
+    assert_exact_ranges(topics_doc, drafts)
+    starts = {topics_doc.text.index(s) for s in TOPIC_STARTS}
+    assert starts <= {d.char_start for d in drafts}
+    assert all(len(topics_of(d.text)) <= 1 for d in drafts), [d.text[:60] for d in drafts]
+    meta = drafts[0].metadata
+    assert meta["breakpoint_type"] == "percentile" and meta["threshold_amount"] == 75.0
+    assert meta["strategy_label"] == "semantic_percentile" and meta["embed_model"] == "all-MiniLM-L6-v2"
+    assert sum(d.metadata["sentence_count"] for d in drafts) == len(block_sentence_spans(topics_doc.text))
+
+
+@pytest.mark.parametrize("breakpoint_type", sorted(BREAKPOINT_DEFAULTS))
+def test_every_breakpoint_type_chunks_within_bounds(
+    embedder: Embedder, topics_doc: AssembledDocument, breakpoint_type: str
+) -> None:
+    chunker = SemanticChunker(
+        get_tokenizer(), breakpoint_type=breakpoint_type, min_tokens=20, max_tokens=120, embedder=embedder
+    )
+    drafts = chunker.chunk(topics_doc)
+    assert_exact_ranges(topics_doc, drafts)
+    records = build_records(topics_doc, chunker, drafts)
+    assert all(r.token_count <= 120 for r in records)
+    assert {d.metadata["breakpoint_type"] for d in drafts} == {breakpoint_type}
+    assert len({d.metadata["threshold"] for d in drafts}) == 1
+
+
+def test_unknown_breakpoint_type_is_rejected() -> None:
+    with pytest.raises(ValueError):
+        SemanticChunker(get_tokenizer(), breakpoint_type="median")
+
+
+# --- cluster ------------------------------------------------------------------------------------
+
+
+def test_cluster_keeps_topics_apart_and_order(embedder: Embedder, topics_doc: AssembledDocument) -> None:
+    chunker = ClusterChunker(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
+    drafts = chunker.chunk(topics_doc)
+    assert_exact_ranges(topics_doc, drafts)
+    assert all(len(topics_of(d.text)) <= 1 for d in drafts), [d.text[:60] for d in drafts]
+    assert {topics_doc.text.index(s) for s in TOPIC_STARTS} <= {d.char_start for d in drafts}
+    assert [d.char_start for d in drafts] == sorted(d.char_start for d in drafts)
+    meta = drafts[0].metadata
+    assert meta["strategy_label"] == "similarity_cluster" and meta["breakpoint_type"] == "mean_linkage"
+    assert meta["threshold"] == 0.75 and meta["max_tokens"] == 200
+
+
+def test_cluster_defaults_match_the_retrieval_target() -> None:
+    chunker = ClusterChunker(get_tokenizer())
+    assert (chunker.max_tokens, chunker.min_tokens, chunker.threshold_amount) == (200, 50, 0.75)
+
+
+# --- pages, bounds, determinism, cache ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
+def test_pages_reattached_across_page_boundary(
+    embedder: Embedder, topics_doc: AssembledDocument, cls
+) -> None:
+    chunker = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
+    records = build_records(topics_doc, chunker, chunker.chunk(topics_doc))
+    ash = topics_doc.text.index("Volcanic ash can ground")
+    crossing = [r for r in records if r.char_start < ash < r.char_end]
+    assert len(crossing) == 1 and crossing[0].page_numbers == [1, 2]
+    chess = next(r for r in records if r.text.startswith("Chess openings"))
+    assert chess.page_numbers == [2]
+
+
+@pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
+def test_min_and_max_tokens_hold(embedder: Embedder, cls) -> None:
+    body = (FIXTURES / "topics.txt").read_text(encoding="utf-8").replace("\f", "\n\n")
+    runon = " ".join(f"token{i} and more" for i in range(700))  # one sentence far above max
+    doc = make_doc([body, runon, body])
+    chunker = cls(get_tokenizer(), min_tokens=40, max_tokens=90, embedder=embedder)
+    drafts = chunker.chunk(doc)
+    assert_exact_ranges(doc, drafts)
+    tokens = [r.token_count for r in build_records(doc, chunker, drafts)]
+    assert max(tokens) <= 90
+    small = [t for t in tokens if t < 40]
+    assert len(small) <= 1, tokens  # only a piece with no neighbour it fits with may stay small
+
+
+@pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
+def test_deterministic_across_runs_and_cache_states(
+    embedder: Embedder, topics_doc: AssembledDocument, cls
+) -> None:
+    first = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
+    embedder.clear_cache()
+    fresh_batching = make_doc(["An unrelated opening page about tides and the moon."])  # different batch
+    cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder).chunk(fresh_batching)
+    second = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
+    assert first == second
+    chunker = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
+    assert [r.chunk_id for r in build_records(topics_doc, chunker, first)] == [
+        r.chunk_id for r in build_records(topics_doc, chunker, second)
+    ]
+
+
+def test_semantic_and_cluster_embed_each_sentence_once(
+    embedder: Embedder, topics_doc: AssembledDocument
+) -> None:
+    embedder.clear_cache()
+    tokenizer = get_tokenizer()
+    SemanticChunker(tokenizer, min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
+    sentences = embedder.stats.misses
+    assert sentences == len(block_sentence_spans(topics_doc.text)) and embedder.stats.hits == 0
+    ClusterChunker(tokenizer, min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
+    assert embedder.stats.misses == sentences
+    assert embedder.stats.hits == sentences
+
+
+def test_registry_builds_both_strategies_with_the_shared_embedder() -> None:
+    semantic, cluster = get_chunker("semantic"), get_chunker("cluster")
+    assert isinstance(semantic, SemanticChunker) and isinstance(cluster, ClusterChunker)
+    assert semantic.embedder is cluster.embedder is get_embedder()
+
+
+# --- contract -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
+def test_avro_round_trip(embedder: Embedder, topics_doc: AssembledDocument, cls) -> None:
+    chunker = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
+    codec = AvroCodec()
+    for record in build_records(topics_doc, chunker, chunker.chunk(topics_doc)):
+        back = ChunkRecord(**codec.decode("chunk_record", codec.encode("chunk_record", record.model_dump())))
+        assert back == record
+
+
+@pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
+@pytest.mark.parametrize(
+    "pages",
+    [
+        ["   \n\n  "],
+        ["<|endoftext|> . . . ?!"],
+        ["x"],
+        ["\u0000\ufffd\u200b", "émoji 🙂 text."],
+        ["a\n" * 50],
+    ],
+)
+def test_odd_input_never_raises_anything_but_chunking_error(
+    embedder: Embedder, cls, pages: list[str]
+) -> None:
+    doc = make_doc(pages)
+    chunker = cls(get_tokenizer(), embedder=embedder)
+    try:
+        drafts = chunker.chunk(doc)
+    except ChunkingError:
+        return
+    if not doc.text.strip():
+        assert drafts == []
+    else:
+        assert_exact_ranges(doc, drafts)
+
+
+def test_missing_model_is_a_chunking_error(topics_doc: AssembledDocument) -> None:
+    chunker = SemanticChunker(get_tokenizer(), embedder=Embedder("/nonexistent/model"))
+    with pytest.raises(ChunkingError) as info:
+        chunker.chunk(topics_doc)
+    assert info.value.code == "embedding_unavailable"
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["state_of_the_union.md"])
+def test_corpus_chunks_slice_the_stream_within_bounds(embedder: Embedder, name: str) -> None:
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip("shared corpora not present")
+    text = path.read_text(encoding="utf-8")
+    doc = make_doc([text[i : i + 15000] for i in range(0, len(text), 15000)], doc_id=name)
+    for chunker in (
+        SemanticChunker(get_tokenizer(), embedder=embedder),
+        ClusterChunker(get_tokenizer(), embedder=embedder),
+    ):
+        drafts = chunker.chunk(doc)
+        assert_exact_ranges(doc, drafts)
+        records = build_records(doc, chunker, drafts)
+        assert max(r.token_count for r in records) <= chunker.max_tokens
+        assert sum(1 for r in records if r.token_count < chunker.min_tokens) <= len(records) // 10
