@@ -44,7 +44,9 @@ def _read_files(
     return [page_events(p, doc_id=doc_id, doc_type=doc_type, amendment=amendment) for p in paths]
 
 
-PathsArg = Annotated[list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")]
+PathsArg = Annotated[
+    list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")
+]
 DocIdOpt = Annotated[str | None, typer.Option("--doc-id", help="Document id (default: from the file name).")]
 DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document type (default: guessed).")]
 AmendOpt = Annotated[int, typer.Option("--amendment", min=0, help="Amendment number, 0 = original.")]
@@ -57,7 +59,9 @@ def chunk(
     doc_type: DocTypeOpt = None,
     doc_id: DocIdOpt = None,
     amendment: AmendOpt = 0,
-    fmt: Annotated[str, typer.Option("--format", help="record (bus record) or seed (the seed's own objects).")] = "record",
+    fmt: Annotated[
+        str, typer.Option("--format", help="record (bus record) or seed (the seed's own objects).")
+    ] = "record",
 ) -> None:
     """Chunk files offline, without the bus; prints one JSON chunk per line."""
     from streams.core.chunkers import get_chunker
@@ -112,6 +116,29 @@ def worker(
 
 
 @app.command()
+def sink(
+    kind: Annotated[str, typer.Argument(help="mongo or vectors")],
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
+) -> None:
+    """Run a sink (its own consumer group) on the chunk and status topics until stopped."""
+    import signal
+    import threading
+
+    from streams.sinks.factory import build_sink
+    from streams.sinks.runner import SinkRunner
+
+    settings = Settings()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size)
+    err.print(
+        f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}"
+    )
+    runner.run(stop)
+
+
+@app.command()
 def topics() -> None:
     """Create every topic up front with explicit partitions and configs."""
     from streams.ops.topics import ensure_topics
@@ -133,7 +160,9 @@ def tail(
     settings = Settings()
     for record in tail_topic(settings, topic or settings.topics.chunks, timeout, limit):
         if as_json:
-            sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True, default=_bytes_repr) + "\n")
+            sys.stdout.write(
+                json.dumps(record, ensure_ascii=False, sort_keys=True, default=_bytes_repr) + "\n"
+            )
         else:
             out.print(_one_line(record))
 
@@ -152,7 +181,9 @@ def _one_line(record: dict) -> str:
             f"pages={record['page_numbers']} tokens={record['token_count']} {text!r}"
         )
     if "reason_code" in record:
-        return f"DEAD {record['stage']} {record['reason_code']}: {record['reason']} (doc {record.get('doc_id')})"
+        return (
+            f"DEAD {record['stage']} {record['reason_code']}: {record['reason']} (doc {record.get('doc_id')})"
+        )
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
@@ -166,7 +197,9 @@ def schemas_snapshot() -> None:
     from streams.codec.history import snapshot
 
     written = snapshot()
-    err.print(f"wrote {len(written)} schema version(s): {', '.join(str(p) for p in written) or 'none changed'}")
+    err.print(
+        f"wrote {len(written)} schema version(s): {', '.join(str(p) for p in written) or 'none changed'}"
+    )
 
 
 @app.command()
@@ -193,8 +226,12 @@ def broker(
 
 @app.command()
 def demo(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Documents (default: the shipped samples).")] = None,
-    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Documents (default: the shipped samples).")
+    ] = None,
+    strategies: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON summary object.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
@@ -206,7 +243,9 @@ def demo(
     base = settings.data_dir
     base.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
-    summary = run_demo(settings.model_copy(update={"data_dir": run_dir}), paths, strategies, timeout, err, keep)
+    summary = run_demo(
+        settings.model_copy(update={"data_dir": run_dir}), paths, strategies, timeout, err, keep
+    )
     if as_json:
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:
@@ -243,6 +282,3 @@ def main() -> None:
 
         err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
         raise SystemExit(1) from None
-
-
-

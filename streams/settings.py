@@ -44,6 +44,21 @@ class Settings(BaseSettings):
     data_dir: Path = Path("var")
     web_port: int = 0
     processing_guarantee: str = "at_least_once"
+    #: Lineage label written on records instead of the chunker's own version (replays with a new chunker).
+    chunker_version: str | None = None
+
+    # Sinks
+    mongo_url: str = "mongodb://127.0.0.1:27017"
+    mongo_database: str = "streams"
+    mongo_collection: str = "chunks"
+    vector_store: str = "lancedb"  # or "pinecone"
+    lancedb_path: Path | None = None  # default: <data_dir>/lancedb
+    pinecone_api_key: str | None = None
+    pinecone_host: str | None = None
+    pinecone_index_host: str | None = None
+    pinecone_namespace: str = "streams"
+    embed_model: str | None = None
+    delete_superseded_vectors: bool = False
 
     # Security for real deployments (never logged: see `redacted()`).
     security_protocol: str = "PLAINTEXT"
@@ -52,9 +67,13 @@ class Settings(BaseSettings):
     sasl_password: str | None = None
     ssl_cafile: str | None = None
 
+    @property
+    def lance_dir(self) -> Path:
+        return self.lancedb_path or self.data_dir / "lancedb"
+
     def redacted(self) -> dict[str, object]:
         data = self.model_dump(mode="json")
-        for key in ("sasl_password",):
+        for key in ("sasl_password", "pinecone_api_key"):
             if data.get(key):
                 data[key] = "***"
         return data

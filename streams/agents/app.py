@@ -4,6 +4,7 @@ per strategy, so each scales and replays on its own."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 
@@ -131,6 +132,10 @@ def assembler_app(settings: Settings) -> faust.App:
         max_pending_bytes=settings.max_pending_bytes,
         timeout_ms=int(settings.assembly_timeout_s * 1000),
     )
+    latest = app.Table(
+        "latest-amendments", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
+    )
+    versions = app.topic(topics.versions, key_type=bytes, value_type=bytes)
     assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
 
     @app.agent(source)
@@ -148,6 +153,17 @@ def assembler_app(settings: Settings) -> faust.App:
                         "assembled_document", doc.model_dump(mode="json"), topics.documents
                     )
                     await documents.send(key=doc.doc_id.encode(), value=payload)
+                    known = latest.get(doc.doc_id)
+                    if known is None or doc.amendment_number > int(known):
+                        # The compacted versions topic holds the latest amendment of every document.
+                        latest[doc.doc_id] = str(doc.amendment_number).encode()
+                        version = {
+                            "doc_id": doc.doc_id,
+                            "amendment_number": doc.amendment_number,
+                            "document_name": doc.document_name,
+                            "completed_ms": doc.completed_ms,
+                        }
+                        await versions.send(key=doc.doc_id.encode(), value=json.dumps(version).encode())
                 elif isinstance(outcome, Dead):
                     for raw in outcome.pages or [b""]:
                         await dead.send(
@@ -174,39 +190,59 @@ def assembler_app(settings: Settings) -> faust.App:
 
 
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
-    """Assembled documents in, Avro chunk records out, for one strategy."""
+    """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
     from streams.core.chunkers import ChunkingError, get_chunker
-    from streams.core.events import AssembledDocument
+    from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
     from streams.core.records import build_records
     from streams.core.tokenizers import get_tokenizer
+    from streams.core.versions import decide, delete
 
     app = make_app(f"chunker-{strategy}", settings)
     codec = AvroCodec(settings.schema_registry_url)
     topics = settings.topics
-    documents = app.topic(topics.documents, key_type=bytes, value_type=bytes)
+    source = app.topic(topics.documents, topics.versions, key_type=bytes, value_type=bytes)
     chunks = app.topic(topics.chunks, key_type=bytes, value_type=bytes)
+    status = app.topic(topics.status, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
+    versions = app.Table(
+        "chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
+    )
     chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
+    if settings.chunker_version:
+        chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker
 
-    def run(raw: bytes) -> list[tuple[bytes, bytes]]:
+    def run(raw: bytes) -> list[ChunkRecord]:
         doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
-        drafts = chunker.chunk(doc)
-        records = build_records(doc, chunker, drafts)
-        return [
-            (r.chunk_id.encode(), codec.encode("chunk_record", r.model_dump(), topics.chunks))
-            for r in records
-        ]
+        return build_records(doc, chunker, chunker.chunk(doc))
 
-    @app.agent(documents)
+    async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> None:
+        for chunk_id in ids:
+            flip = ChunkStatus(
+                chunk_id=chunk_id, doc_id=doc_id, strategy=strategy, amendment_number=amendment,
+                is_latest_version=False, retired=retired, superseded_by=by, timestamp_ms=now_ms(),
+            )  # fmt: skip
+            await status.send(
+                key=chunk_id.encode(), value=codec.encode("chunk_status", flip.model_dump(), topics.status)
+            )
+
+    @app.agent(source)
     async def chunk(stream: faust.StreamT) -> None:
         loop = asyncio.get_running_loop()
         async for event in stream.events():
             message = event.message
+            key = message.key or b""
+            doc_id = key.decode("utf-8", "replace")
+            if message.topic == topics.versions:
+                if not event.value:  # a document tombstone retires all its chunks
+                    ids, _ = delete(json.loads(versions[doc_id]) if versions.get(doc_id) else None)
+                    await send_status(ids, doc_id, -1, retired=True)
+                    versions.pop(doc_id, None)
+                continue
             failure: tuple[str, str] | None = None
-            encoded: list[tuple[bytes, bytes]] = []
+            records: list[ChunkRecord] = []
             try:
                 # Chunking is CPU-bound; a thread keeps the consumer's heartbeats flowing meanwhile.
-                encoded = await loop.run_in_executor(None, run, event.value)
+                records = await loop.run_in_executor(None, run, event.value)
             except AvroDecodeError as exc:
                 failure = ("invalid_avro", str(exc))
             except ChunkingError as exc:
@@ -214,16 +250,24 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
             except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
                 log.exception("chunker %s failed", strategy)
                 failure = ("chunker_error", f"{type(exc).__name__}: {exc}")
-            if failure is None and not encoded:
+            if failure is None and not records:
                 failure = ("no_chunks", "the strategy produced no chunks for this document")
             if failure is not None:
-                key = message.key or b""
                 await dead.send(
                     f"chunk:{strategy}", *failure, message.topic, event.value, key,
-                    message.partition, message.offset, key.decode("utf-8", "replace"),
+                    message.partition, message.offset, doc_id,
                 )  # fmt: skip
                 continue
-            for key, value in encoded:
-                await chunks.send(key=key, value=value)
+            amendment = records[0].amendment_number
+            state = json.loads(versions[doc_id]) if versions.get(doc_id) else None
+            decision = decide(state, amendment, [r.chunk_id for r in records])
+            for record in records:
+                record.is_latest_version = decision.is_latest
+                value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
+                await chunks.send(key=record.chunk_id.encode(), value=value)
+            for older, ids in decision.flips.items():
+                await send_status(ids, doc_id, older, retired=False, by=amendment)
+            await send_status(decision.retired, doc_id, amendment, retired=True)
+            versions[doc_id] = json.dumps(decision.state).encode()
 
     return app

@@ -28,6 +28,7 @@ SUBJECTS = {
     "assembled_document": "streams.AssembledDocument",
     "chunk_record": "streams.ChunkRecord",
     "dead_letter": "streams.DeadLetter",
+    "chunk_status": "streams.ChunkStatus",
 }
 
 
@@ -51,7 +52,7 @@ class SchemaSet:
             for strategy in raw.get("strategies", [path.stem]):
                 self.strategy_records[strategy] = f"{raw['namespace']}.{raw['name']}"
             raws.append(raw)
-        order = ("page_event", "assembled_document", "dead_letter", "chunk_record")
+        order = ("page_event", "assembled_document", "dead_letter", "chunk_record", "chunk_status")
         raws.extend(_load_json(schema_dir / f"{subject}.avsc") for subject in order)
         # Expanded schemas are self-contained: the fingerprint covers every nested record.
         expanded = expand_schema(raws)[-len(order) :]

@@ -144,3 +144,18 @@ class DeadLetter(BaseModel):
     value: bytes | None = None
     doc_id: str | None = None
     timestamp_ms: int = 0
+
+
+class ChunkStatus(BaseModel):
+    """A flip of `is_latest_version` (or a retirement) of a chunk already on `chunks.created`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_id: str
+    doc_id: str
+    strategy: str
+    amendment_number: int
+    is_latest_version: bool
+    retired: bool = False
+    superseded_by: int = -1
+    timestamp_ms: int = 0

@@ -41,6 +41,23 @@ def decode_text(raw: bytes) -> tuple[str, str]:
     return str(best), best.encoding
 
 
+_VERSIONED = re.compile(r"^(?P<base>.+?)[_-](?:issued|original|amended|amendment[_-]?(?P<n>\d+))$", re.I)
+
+
+def identity_from_name(path: Path) -> tuple[str, int | None]:
+    """doc_id and amendment from a file name: `x_issued` -> (x, 0), `x_amendment2` -> (x, 2).
+
+    Amendments of one document must share its doc_id; this convention lets a folder of versions be
+    published without flags (`--doc-id`/`--amendment` always win).
+    """
+    match = _VERSIONED.match(path.stem)
+    if not match:
+        return slug(path.stem), None
+    number = match.group("n")
+    amended = match.group(0).lower().endswith("amended")
+    return slug(match.group("base")), int(number) if number else (1 if amended else 0)
+
+
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-").lower() or "doc"
 
@@ -55,9 +72,29 @@ _TYPE_HINTS = [
 ]
 
 
-def guess_doc_type(path: Path) -> DocType:
+_CONTENT_HINTS = [
+    (re.compile(r"^\s*To the (?:Stockholders|Shareholders)\b", re.I | re.M), DocType.letter),
+    (
+        re.compile(r"Conference Call|Earnings Call|Questions? (?:and|&) Answers?|^Operator\b", re.I | re.M),
+        DocType.transcript,
+    ),
+    (
+        re.compile(
+            r"Request for (?:Proposals?|Quotations?)|Statement of (?:Work|Objectives)|\bshall\b.*\bofferor",
+            re.I | re.S,
+        ),
+        DocType.solicitation,
+    ),
+]
+
+
+def guess_doc_type(path: Path, head: str = "") -> DocType:
+    """From the file name, else from the first page's opening; `--doc-type` always wins."""
     for pattern, doc_type in _TYPE_HINTS:
         if pattern.search(path.name):
+            return doc_type
+    for pattern, doc_type in _CONTENT_HINTS:
+        if pattern.search(head):
             return doc_type
     return DocType.generic
 
@@ -94,7 +131,9 @@ def _docling_pages(path: Path) -> list[str]:
     return _pages_from_text(markdown)
 
 
-def _json_document(path: Path, data: dict[str, Any], doc_type: DocType | None, amendment: int) -> list[PageEvent]:
+def _json_document(
+    path: Path, data: dict[str, Any], doc_type: DocType | None, amendment: int
+) -> list[PageEvent]:
     pages = data.get("pages")
     if not isinstance(pages, list) or not pages:
         raise IngestError("JSON document needs a non-empty 'pages' list (seed 004 §1)")
@@ -145,10 +184,13 @@ def page_events(
     else:
         text, encoding = decode_text(path.read_bytes())
         texts, extra["source_encoding"] = _pages_from_text(text.replace("\r\n", "\n")), encoding
-    kind = doc_type or guess_doc_type(path)
+    kind = doc_type or guess_doc_type(path, texts[0][:4000])
+    named_id, named_amendment = identity_from_name(path)
+    if amendment == 0 and named_amendment is not None:
+        amendment = named_amendment
     return [
         PageEvent(
-            doc_id=doc_id or slug(path.stem),
+            doc_id=doc_id or named_id,
             document_name=path.name,
             page_number=number,
             page_count=len(texts),

@@ -52,7 +52,9 @@ def run_demo(
                         1
                         for d, a in docs
                         for s in chosen
-                        if result.complete(d, a, s) or result.dead_for(d, "assembly") or result.dead_for(d, f"chunk:{s}")
+                        if result.complete(d, a, s)
+                        or result.dead_for(d, "assembly")
+                        or result.dead_for(d, f"chunk:{s}")
                     )
                     progress.update(task, completed=done)
 

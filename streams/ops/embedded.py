@@ -107,3 +107,20 @@ def broker(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
         "--host", "127.0.0.1", "--data-dir", str(data_dir / "noida"),
     ]  # fmt: skip
     return EmbeddedProcess("broker", args, port, data_dir)
+
+
+def document_store(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
+    """SecantusDB (MongoDB wire protocol, GPL-2.0, run as a separate process) on its own port and data dir."""
+    port = port or free_port()
+    storage = data_dir / "secantus"
+    storage.mkdir(parents=True, exist_ok=True)
+    args = [
+        _binary("secantusd-py"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--storage-path",
+        str(storage),
+    ]
+    return EmbeddedProcess("document-store", args, port, data_dir)

@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
-from streams.ops.embedded import EmbeddedProcess, ServiceError, broker
+from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store
 from streams.ops.topics import client_config, ensure_topics
 from streams.settings import Settings
 
@@ -37,7 +37,24 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_MAX_DOCUMENT_BYTES": str(settings.max_document_bytes),
         "STREAMS_MAX_PENDING_BYTES": str(settings.max_pending_bytes),
         "STREAMS_PROCESSING_GUARANTEE": settings.processing_guarantee,
+        "STREAMS_MONGO_URL": settings.mongo_url,
+        "STREAMS_MONGO_DATABASE": settings.mongo_database,
+        "STREAMS_MONGO_COLLECTION": settings.mongo_collection,
+        "STREAMS_VECTOR_STORE": settings.vector_store,
+        "STREAMS_LANCEDB_PATH": str(settings.lance_dir),
+        "STREAMS_PINECONE_NAMESPACE": settings.pinecone_namespace,
+        "STREAMS_DELETE_SUPERSEDED_VECTORS": str(settings.delete_superseded_vectors).lower(),
     }
+    for name in (
+        "chunker_version",
+        "embed_model",
+        "pinecone_api_key",
+        "pinecone_host",
+        "pinecone_index_host",
+    ):
+        value = getattr(settings, name)
+        if value:
+            env[f"STREAMS_{name.upper()}"] = str(value)
     for name, value in settings.topics.model_dump().items():
         env[f"STREAMS_TOPIC_{name.upper()}"] = value
     if settings.schema_registry_url:
@@ -80,7 +97,9 @@ def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, 
 class Collected:
     """What reached the output topics, grouped for completeness checks."""
 
-    chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(default_factory=lambda: defaultdict(dict))
+    chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(
+        default_factory=lambda: defaultdict(dict)
+    )
     dead: list[DeadLetter] = field(default_factory=list)
     duplicates: int = 0
 
@@ -107,7 +126,9 @@ class Collected:
             if self.dead_for(doc_id, "assembly"):
                 continue
             for strategy in strategies:
-                if not (self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")):
+                if not (
+                    self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")
+                ):
                     return False
         return True
 
@@ -133,9 +154,7 @@ class Collector:
             }
         )
         topics = [settings.topics.chunks, settings.topics.dead_letter]
-        self.consumer.assign(
-            [TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)]
-        )
+        self.consumer.assign([TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)])
 
     def poll(self, seconds: float = 0.5) -> int:
         got = 0
@@ -175,7 +194,9 @@ class Collector:
             for s in strategies
             if not self.result.dead_for(d) and not self.result.complete(d, a, s)
         ]
-        raise ServiceError(f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}")
+        raise ServiceError(
+            f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}"
+        )
 
     def close(self) -> None:
         self.consumer.close()
@@ -184,21 +205,36 @@ class Collector:
 class LocalPipeline:
     """Broker (embedded unless `broker_address` is given), topics and one worker per role."""
 
-    def __init__(self, settings: Settings, strategies: list[str], own_broker: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        strategies: list[str],
+        own_broker: bool = True,
+        sinks: list[str] | None = None,
+        own_store: bool = True,
+    ) -> None:
         self.settings = settings
         self.strategies = strategies
         self.own_broker = own_broker
+        self.sinks = sinks or []
+        self.own_store = own_store
         self.broker: EmbeddedProcess | None = None
+        self.store: EmbeddedProcess | None = None
         self.workers: dict[str, subprocess.Popen] = {}
 
     def start(self) -> LocalPipeline:
         if self.own_broker:
             self.broker = broker(self.settings.data_dir).start()
             self.settings = self.settings.model_copy(update={"broker": self.broker.address})
+        if "mongo" in self.sinks and self.own_store:
+            self.store = document_store(self.settings.data_dir).start()
+            self.settings = self.settings.model_copy(update={"mongo_url": f"mongodb://{self.store.address}"})
         ensure_topics(self.settings)
         self.start_worker("assembler")
         for strategy in self.strategies:
             self.start_worker(f"chunker:{strategy}")
+        for sink in self.sinks:
+            self.start_worker(f"sink:{sink}")
         return self
 
     def start_worker(self, role: str) -> subprocess.Popen:
@@ -207,7 +243,7 @@ class LocalPipeline:
         log = (log_dir / f"{role.replace(':', '-')}.log").open("ab")
         env = {**os.environ, **settings_env(self.settings)}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streams", "worker", "--role", role],
+            [sys.executable, "-m", "streams", *(["sink", role[5:]] if role.startswith("sink:") else ["worker", "--role", role])],
             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         self.workers[role] = proc
@@ -219,6 +255,14 @@ class LocalPipeline:
                 log = self.settings.data_dir / "logs" / f"{role.replace(':', '-')}.log"
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
                 raise ServiceError(f"worker {role} exited with code {proc.returncode}: {' '.join(tail)}")
+
+    def stop_worker(self, role: str, kill: bool = False) -> None:
+        import signal
+
+        proc = self.workers.pop(role)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        proc.wait(30)
 
     def stop(self) -> None:
         import signal
@@ -235,6 +279,8 @@ class LocalPipeline:
         self.workers.clear()
         if self.broker is not None:
             self.broker.stop()
+        if self.store is not None:
+            self.store.stop()
 
     def __enter__(self) -> LocalPipeline:
         try:
@@ -249,4 +295,6 @@ class LocalPipeline:
 
 def sample_paths() -> list[Path]:
     here = Path(__file__).resolve().parents[1] / "samples"
-    return sorted(p for p in here.iterdir() if p.is_file() and p.name != "README.md" and not p.name.startswith("."))
+    return sorted(
+        p for p in here.iterdir() if p.is_file() and p.name != "README.md" and not p.name.startswith(".")
+    )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from streams.core.chunkers import STRATEGIES
 from streams.settings import Settings
 
 LONG = {"retention.ms": "-1"}
@@ -45,8 +46,12 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.status, p, COMPACTED),
         TopicSpec(t.dead_letter, p, {**LONG, **big}),
     ]
-    for table in ("assembly-headers", "assembly-pages"):
+    for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
         specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**COMPACTED, **big}))
+    for strategy in STRATEGIES:
+        specs.append(
+            TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**COMPACTED, **big})
+        )
     return specs
 
 

@@ -52,10 +52,22 @@ def bad_inputs() -> dict[str, list[tuple[bytes, bytes]]]:
             (b"m", raw_page(document_name="x", page_number=1, page_count=1, text="no id")),
             (b"z", raw_page(doc_id="z", document_name="x", page_number=0, page_count=1, text="page zero")),
             (b"t", raw_page(doc_id="t", document_name="x", page_number="1", page_count=[1], text="types")),
-            (b"k", raw_page(doc_id="k", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo")),
+            (
+                b"k",
+                raw_page(
+                    doc_id="k", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"
+                ),
+            ),
         ],
-        "page_out_of_range": [(b"r", raw_page(doc_id="r", document_name="x", page_number=5, page_count=2, text="x"))],
-        "page_too_large": [(b"big", raw_page(doc_id="big", document_name="x", page_number=1, page_count=1, text="x" * 300_000))],
+        "page_out_of_range": [
+            (b"r", raw_page(doc_id="r", document_name="x", page_number=5, page_count=2, text="x"))
+        ],
+        "page_too_large": [
+            (
+                b"big",
+                raw_page(doc_id="big", document_name="x", page_number=1, page_count=1, text="x" * 300_000),
+            )
+        ],
         "conflicting_duplicate": [
             (b"conflict", conflicting[0].model_dump_json().encode()),
             (b"conflict", conflicting[0].model_copy(update={"text": "changed"}).model_dump_json().encode()),
@@ -64,9 +76,13 @@ def bad_inputs() -> dict[str, list[tuple[bytes, bytes]]]:
             (b"pc", raw_page(doc_id="pc", document_name="x", page_number=1, page_count=3, text="a")),
             (b"pc", raw_page(doc_id="pc", document_name="x", page_number=2, page_count=4, text="b")),
         ],
-        "empty_document": [(b"blank", raw_page(doc_id="blank", document_name="x", page_number=1, page_count=1, text=" \t\n"))],
+        "empty_document": [
+            (b"blank", raw_page(doc_id="blank", document_name="x", page_number=1, page_count=1, text=" \t\n"))
+        ],
         "invalid_avro": [(b"av", b"\xc3\x01" + b"\x07" * 8 + b"\x02")],
-        "document_too_large": [(b"huge", raw_page(doc_id="huge", document_name="x", page_number=1, page_count=10_000, text="x"))],
+        "document_too_large": [
+            (b"huge", raw_page(doc_id="huge", document_name="x", page_number=1, page_count=10_000, text="x"))
+        ],
     }
 
 
@@ -120,7 +136,9 @@ def test_every_kind_of_bad_input_is_dead_lettered_with_reason_and_bytes(first_ru
         for _key, value in messages:
             if code not in ("conflicting_duplicate", "page_count_changed"):
                 assert value in values, f"{code}: original bytes missing"
-        assert all(d.reason and d.stage == "assembly" and d.source_topic == "pages.cleaned" for d in by_code[code])
+        assert all(
+            d.reason and d.stage == "assembly" and d.source_topic == "pages.cleaned" for d in by_code[code]
+        )
     assert len(first_run["bad"]) >= 10
     conflict = [d for d in by_code["conflicting_duplicate"] if d.doc_id == "conflict"]
     assert len(conflict) == 2  # the first page and the clashing one, both kept
@@ -143,7 +161,9 @@ def test_second_run_gives_byte_identical_ids_and_checksums(first_run: dict, run_
     collector = Collector(pipeline.settings)
     second = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=120)
     collector.close()
-    first_ids = sorted((r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-"))
+    first_ids = sorted(
+        (r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-")
+    )
     second_ids = sorted((r.chunk_id, r.checksum) for r in second.records())
     assert first_ids == second_ids
     assert json.dumps(first_ids)  # ids are plain strings, printable by `streams tail --json`

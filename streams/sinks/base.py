@@ -1,0 +1,87 @@
+"""The sink contract and the vector-target contract shared by Pinecone and LanceDB."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from streams.core.events import ChunkRecord, ChunkStatus
+
+TABLE_CONTENT_TYPES = {"table", "financial_table", "pricing_table"}
+
+
+def section_type(record: ChunkRecord) -> str:
+    """The section type users filter on: the strategy's own when it has one, else the content type."""
+    meta = record.metadata or {}
+    return str(meta.get("section_type") or meta.get("chunk_type") or record.content_type or "text")
+
+
+def is_table(record: ChunkRecord) -> bool:
+    """Tables live in MongoDB only (seed 002): they are not useful for semantic search."""
+    meta = record.metadata or {}
+    return bool(meta.get("is_table")) or record.content_type in TABLE_CONTENT_TYPES
+
+
+class ChunkSink(Protocol):
+    """Idempotent writes: the same batch applied twice leaves the same state."""
+
+    name: str
+
+    def write_chunks(self, records: Sequence[ChunkRecord]) -> int: ...
+
+    def apply_status(self, statuses: Sequence[ChunkStatus]) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """A vector with the minimal metadata of seed 002: no text, no tables."""
+
+    chunk_id: str
+    values: list[float]
+    doc_id: str
+    strategy: str
+    section_type: str
+    amendment_number: int
+    is_latest_version: bool
+    is_critical: bool
+    requirement_flag: bool
+    content_hash: str
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "strategy": self.strategy,
+            "section_type": self.section_type,
+            "amendment_number": self.amendment_number,
+            "is_latest_version": self.is_latest_version,
+            "is_critical": self.is_critical,
+            "requirement_flag": self.requirement_flag,
+            "content_hash": self.content_hash,
+        }
+
+
+@dataclass(frozen=True)
+class Match:
+    chunk_id: str
+    score: float
+    metadata: dict[str, Any]
+
+
+class VectorTarget(Protocol):
+    """Where vectors go. Two implementations: Pinecone (production) and LanceDB (embedded default)."""
+
+    name: str
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None: ...
+
+    def set_latest(self, ids: Sequence[str], is_latest: bool) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def count(self, latest_only: bool = False) -> int: ...
+
+    def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]: ...

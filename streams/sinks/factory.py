@@ -1,0 +1,45 @@
+"""Build the configured sinks from settings."""
+
+from __future__ import annotations
+
+from streams.settings import Settings
+from streams.sinks.base import ChunkSink, VectorTarget
+
+
+def vector_target(settings: Settings) -> VectorTarget:
+    if settings.vector_store == "pinecone":
+        from streams.sinks.pinecone_target import PineconeTarget
+
+        if not (settings.pinecone_api_key and settings.pinecone_host):
+            raise ValueError("vector_store=pinecone needs STREAMS_PINECONE_API_KEY and STREAMS_PINECONE_HOST")
+        return PineconeTarget(
+            api_key=settings.pinecone_api_key,
+            host=settings.pinecone_host,
+            index_host=settings.pinecone_index_host,
+            namespace=settings.pinecone_namespace,
+        )
+    if settings.vector_store == "lancedb":
+        from streams.sinks.lance_target import LanceTarget
+
+        return LanceTarget(settings.lance_dir)
+    raise ValueError(f"unknown vector store {settings.vector_store!r}: use lancedb or pinecone")
+
+
+def build_sink(kind: str, settings: Settings) -> ChunkSink:
+    if kind == "mongo":
+        from streams.sinks.mongo import MongoSink
+
+        sink = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection)
+        sink.ensure_indexes()
+        return sink
+    if kind == "vectors":
+        from streams.core.embedding import get_embedder
+        from streams.sinks.vectors import VectorSink
+
+        return VectorSink(
+            vector_target(settings),
+            settings.data_dir / "vector-sink" / "state.sqlite",
+            embedder=get_embedder(settings.embed_model),
+            delete_superseded=settings.delete_superseded_vectors,
+        )
+    raise ValueError(f"unknown sink {kind!r}: use mongo or vectors")

@@ -1,0 +1,81 @@
+"""LanceDB on local disk: the embedded default vector store, behind the same contract as Pinecone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from streams.sinks.base import Match, VectorRow
+
+
+def _sql_list(ids: Sequence[str]) -> str:
+    return ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+
+
+class LanceTarget:
+    name = "lancedb"
+
+    def __init__(self, path: Path, table: str = "chunks", dimension: int = 384) -> None:
+        import lancedb
+
+        path.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.db = lancedb.connect(str(path))
+        schema = pa.schema(
+            [
+                pa.field("chunk_id", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), dimension)),
+                pa.field("doc_id", pa.string()),
+                pa.field("strategy", pa.string()),
+                pa.field("section_type", pa.string()),
+                pa.field("amendment_number", pa.int32()),
+                pa.field("is_latest_version", pa.bool_()),
+                pa.field("is_critical", pa.bool_()),
+                pa.field("requirement_flag", pa.bool_()),
+                pa.field("content_hash", pa.string()),
+            ]
+        )
+        self.table = self.db.create_table(table, schema=schema, exist_ok=True)
+
+    def upsert(self, rows: Sequence[VectorRow]) -> None:
+        if not rows:
+            return
+        data = [{**row.metadata(), "vector": row.values} for row in rows]
+        (
+            self.table.merge_insert("chunk_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            self.table.update(
+                where=f"chunk_id IN ({_sql_list(batch)})", values={"is_latest_version": is_latest}
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 500):
+            self.table.delete(f"chunk_id IN ({_sql_list(ids[start : start + 500])})")
+
+    def count(self, latest_only: bool = False) -> int:
+        return self.table.count_rows("is_latest_version = true" if latest_only else None)
+
+    def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]:
+        where = "is_latest_version = true"
+        if strategy:
+            where += f" AND strategy = '{strategy.replace(chr(39), '')}'"
+        hits = (
+            self.table.search(list(vector)).metric("cosine").where(where, prefilter=True).limit(k).to_list()
+        )
+        return [
+            Match(
+                h["chunk_id"],
+                1.0 - float(h["_distance"]),
+                {k: v for k, v in h.items() if k not in ("vector", "_distance")},
+            )
+            for h in hits
+        ]

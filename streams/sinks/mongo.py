@@ -1,0 +1,96 @@
+"""MongoDB sink: full text and all metadata, upsert by chunk id, flips applied, idempotent.
+
+A flip may reach the sink before the chunk it flips (two topics, no cross-topic order). Upserts therefore
+never set `is_latest_version` on an existing document (`$setOnInsert`), and flips upsert a stub, so the
+end state is the same in any order. Queries on the embedded SecantusDB avoid `$lte` on compound indexes
+(a known bug drops equal rows).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from pymongo import ASCENDING, MongoClient, UpdateOne
+from pymongo.collection import Collection
+
+from streams.core.events import ChunkRecord, ChunkStatus
+from streams.sinks.base import is_table, section_type
+
+INDEXES: list[list[tuple[str, int]]] = [
+    [("doc_id", ASCENDING), ("amendment_number", ASCENDING)],
+    [("doc_id", ASCENDING), ("is_latest_version", ASCENDING)],
+    [("strategy", ASCENDING), ("is_latest_version", ASCENDING)],
+    [("section_type", ASCENDING)],
+    [("content_hash", ASCENDING)],
+]
+
+
+def chunk_document(record: ChunkRecord) -> dict[str, Any]:
+    body = record.model_dump()
+    body.pop("is_latest_version")
+    body["section_type"] = section_type(record)
+    body["is_table"] = is_table(record)
+    meta = record.metadata or {}
+    body["requirement_flag"] = bool(meta.get("requirement_flag", False))
+    body["is_critical"] = bool(meta.get("is_critical", False))
+    body["retired"] = False
+    return body
+
+
+class MongoSink:
+    name = "mongo"
+
+    def __init__(
+        self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000
+    ):
+        self.client: MongoClient = MongoClient(url, serverSelectionTimeoutMS=timeout_ms, tz_aware=True)
+        self.collection: Collection = self.client[database][collection]
+
+    def ensure_indexes(self) -> None:
+        for keys in INDEXES:
+            self.collection.create_index(keys)
+
+    def write_chunks(self, records: Sequence[ChunkRecord]) -> int:
+        if not records:
+            return 0
+        now = int(time.time() * 1000)
+        ops = [
+            UpdateOne(
+                {"_id": r.chunk_id},
+                {
+                    "$set": {**chunk_document(r), "stored_ms": now},
+                    "$setOnInsert": {"is_latest_version": r.is_latest_version},
+                },
+                upsert=True,
+            )
+            for r in records
+        ]
+        self.collection.bulk_write(ops, ordered=False)
+        return len(ops)
+
+    def apply_status(self, statuses: Sequence[ChunkStatus]) -> int:
+        if not statuses:
+            return 0
+        ops = []
+        for s in statuses:
+            change: dict[str, Any] = {"is_latest_version": False}
+            if s.retired:
+                change["retired"] = True
+            ops.append(UpdateOne({"_id": s.chunk_id}, {"$set": change}, upsert=True))
+        self.collection.bulk_write(ops, ordered=False)
+        return len(ops)
+
+    # -- queries users run ----------------------------------------------------------------------
+    def count(self, latest_only: bool = False, **where: Any) -> int:
+        query: dict[str, Any] = {"text": {"$exists": True}, "retired": False, **where}
+        if latest_only:
+            query["is_latest_version"] = True
+        return self.collection.count_documents(query)
+
+    def by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        return list(self.collection.find({"_id": {"$in": list(ids)}}))
+
+    def close(self) -> None:
+        self.client.close()

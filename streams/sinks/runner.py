@@ -1,0 +1,127 @@
+"""The consumer loop of a sink: its own consumer group on the chunk and status topics, batched writes,
+offsets committed only after the store has the batch, retries with backoff while the store is down."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer
+
+from streams.codec.avro import AvroCodec, AvroDecodeError
+from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
+from streams.ops.topics import client_config
+from streams.settings import Settings
+from streams.sinks.base import ChunkSink
+
+log = logging.getLogger("streams.sinks")
+
+
+@dataclass
+class SinkProgress:
+    chunks: int = 0
+    statuses: int = 0
+    batches: int = 0
+    retries: int = 0
+    dead: int = 0
+
+
+class SinkRunner:
+    def __init__(
+        self,
+        settings: Settings,
+        sink: ChunkSink,
+        batch_size: int = 256,
+        max_backoff_s: float = 30.0,
+    ) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.batch_size = batch_size
+        self.max_backoff_s = max_backoff_s
+        self.codec = AvroCodec(settings.schema_registry_url)
+        self.progress = SinkProgress()
+        self.group = f"streams-sink-{sink.name}"
+        self.consumer = Consumer(
+            {
+                **client_config(settings),
+                "group.id": self.group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": settings.max_message_bytes,
+                "max.partition.fetch.bytes": settings.max_message_bytes,
+            }
+        )
+        self.consumer.subscribe([settings.topics.chunks, settings.topics.status])
+        self.dead = Producer(client_config(settings))
+
+    def _decode(self, messages: list) -> tuple[list[ChunkRecord], list[ChunkStatus]]:
+        records: list[ChunkRecord] = []
+        statuses: list[ChunkStatus] = []
+        for message in messages:
+            value = message.value()
+            if value is None:
+                continue  # a compaction tombstone on the status topic
+            try:
+                if message.topic() == self.settings.topics.chunks:
+                    records.append(ChunkRecord(**self.codec.decode("chunk_record", value)))
+                else:
+                    statuses.append(ChunkStatus(**self.codec.decode("chunk_status", value)))
+            except (AvroDecodeError, ValueError) as exc:
+                self._dead_letter(message, str(exc))
+        return records, statuses
+
+    def _dead_letter(self, message, reason: str) -> None:
+        letter = DeadLetter(
+            reason_code="invalid_record", reason=reason, stage=f"sink:{self.sink.name}", source_topic=message.topic(),
+            source_partition=message.partition(), source_offset=message.offset(), key=message.key(),
+            value=message.value(), timestamp_ms=int(time.time() * 1000),
+        )  # fmt: skip
+        topic = self.settings.topics.dead_letter
+        self.dead.produce(
+            topic, key=message.key(), value=self.codec.encode("dead_letter", letter.model_dump(), topic)
+        )
+        self.dead.flush(10)
+        self.progress.dead += 1
+
+    def _write(self, records: list[ChunkRecord], statuses: list[ChunkStatus], stop: threading.Event) -> bool:
+        backoff = 0.5
+        while not stop.is_set():
+            try:
+                # Latest wins per chunk id within a batch; chunks first so flips find them.
+                self.sink.write_chunks(list({r.chunk_id: r for r in records}.values()))
+                self.sink.apply_status(statuses)
+                return True
+            except Exception as exc:  # the store is down or refusing: keep the batch, do not commit
+                self.progress.retries += 1
+                log.warning("sink %s: write failed (%s); retrying in %.1fs", self.sink.name, exc, backoff)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+        return False
+
+    def step(self, stop: threading.Event, timeout: float = 0.5) -> int:
+        messages = [m for m in self.consumer.consume(self.batch_size, timeout) if not m.error()]
+        if not messages:
+            return 0
+        records, statuses = self._decode(messages)
+        if not self._write(records, statuses, stop):
+            return 0
+        self.consumer.commit(asynchronous=False)
+        self.progress.chunks += len(records)
+        self.progress.statuses += len(statuses)
+        self.progress.batches += 1
+        return len(messages)
+
+    def run(self, stop: threading.Event, on_batch: Callable[[SinkProgress], None] | None = None) -> None:
+        try:
+            while not stop.is_set():
+                if self.step(stop) and on_batch:
+                    on_batch(self.progress)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.sink.close()

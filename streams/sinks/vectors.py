@@ -1,0 +1,155 @@
+"""Vector sink: embed chunk text in batches, upsert minimal metadata, apply flips, never re-embed
+unchanged text.
+
+Local state (SQLite in the sink's data directory) holds two things a vector store cannot give cheaply:
+an embedding cache keyed by (model, content_hash), so a chunk whose text did not change between
+amendments or replays reuses its vector, and status stubs for flips that arrive before their chunk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from streams.core.events import ChunkRecord, ChunkStatus
+from streams.sinks.base import VectorRow, VectorTarget, is_table, section_type
+
+
+@dataclass
+class VectorStats:
+    embedded: int = 0
+    reused: int = 0
+    skipped_tables: int = 0
+    upserted: int = 0
+    flips: int = 0
+    deleted: int = 0
+
+
+class LocalState:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, content_hash TEXT, vector BLOB,"
+            " PRIMARY KEY (model, content_hash))"
+        )
+        self.db.execute("CREATE TABLE IF NOT EXISTS status (chunk_id TEXT PRIMARY KEY, retired INTEGER)")
+        self.db.commit()
+
+    def vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 500):
+            batch = unique[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self.db.execute(
+                f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
+                [model, *batch],
+            )
+            for content_hash, blob in rows:
+                found[content_hash] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def remember(self, model: str, vectors: dict[str, np.ndarray]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+            [(model, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()],
+        )
+        self.db.commit()
+
+    def statuses(self, ids: Sequence[str]) -> dict[str, bool]:
+        found: dict[str, bool] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for chunk_id, retired in self.db.execute(
+                f"SELECT chunk_id, retired FROM status WHERE chunk_id IN ({marks})", batch
+            ):
+                found[chunk_id] = bool(retired)
+        return found
+
+    def mark(self, statuses: Sequence[ChunkStatus]) -> None:
+        self.db.executemany(
+            "INSERT INTO status VALUES (?, ?) ON CONFLICT(chunk_id) DO UPDATE SET retired = MAX(retired, excluded.retired)",
+            [(s.chunk_id, int(s.retired)) for s in statuses],
+        )
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class VectorSink:
+    name = "vectors"
+
+    def __init__(
+        self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False
+    ):
+        from streams.core.embedding import get_embedder
+
+        self.target = target
+        self.embedder = embedder or get_embedder()
+        self.model = self.embedder.model_path
+        self.state = LocalState(state_path)
+        self.delete_superseded = delete_superseded
+        self.stats = VectorStats()
+
+    def write_chunks(self, records: Sequence[ChunkRecord]) -> int:
+        wanted = [r for r in records if not is_table(r)]
+        self.stats.skipped_tables += len(records) - len(wanted)
+        if not wanted:
+            return 0
+        known = self.state.vectors(self.model, [r.content_hash for r in wanted])
+        missing = {r.content_hash: r.text for r in wanted if r.content_hash not in known}
+        if missing:
+            encoded = self.embedder.encode(list(missing.values()))
+            fresh = dict(zip(missing, encoded, strict=True))
+            self.state.remember(self.model, fresh)
+            known.update(fresh)
+        self.stats.embedded += len(missing)
+        self.stats.reused += len(wanted) - len(missing)
+        stubs = self.state.statuses([r.chunk_id for r in wanted])
+        rows = []
+        for r in wanted:
+            if stubs.get(r.chunk_id) is True or (r.chunk_id in stubs and self.delete_superseded):
+                continue  # retired (or superseded with deletion on) before it arrived
+            meta = r.metadata or {}
+            rows.append(
+                VectorRow(
+                    chunk_id=r.chunk_id,
+                    values=[float(x) for x in known[r.content_hash]],
+                    doc_id=r.doc_id,
+                    strategy=r.strategy,
+                    section_type=section_type(r),
+                    amendment_number=r.amendment_number,
+                    is_latest_version=r.is_latest_version and r.chunk_id not in stubs,
+                    is_critical=bool(meta.get("is_critical", False)),
+                    requirement_flag=bool(meta.get("requirement_flag", False)),
+                    content_hash=r.content_hash,
+                )
+            )
+        self.target.upsert(rows)
+        self.stats.upserted += len(rows)
+        return len(rows)
+
+    def apply_status(self, statuses: Sequence[ChunkStatus]) -> int:
+        if not statuses:
+            return 0
+        self.state.mark(statuses)
+        gone = [s.chunk_id for s in statuses if s.retired or self.delete_superseded]
+        flipped = [s.chunk_id for s in statuses if not (s.retired or self.delete_superseded)]
+        if gone:
+            self.target.delete(gone)
+            self.stats.deleted += len(gone)
+        if flipped:
+            self.target.set_latest(flipped, False)
+            self.stats.flips += len(flipped)
+        return len(statuses)
+
+    def close(self) -> None:
+        self.state.close()

@@ -1,0 +1,174 @@
+"""Amendments flip through the status topic into MongoDB (the real SecantusDB server) and the vector store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ingest.files import page_events
+from streams.ops.embedded import document_store
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
+from streams.sinks.base import is_table
+from streams.sinks.lance_target import LanceTarget
+from streams.sinks.mongo import MongoSink
+from streams.sinks.runner import SinkRunner
+from streams.sinks.vectors import VectorSink
+from tests.integration.conftest import pipeline_settings
+
+pytestmark = pytest.mark.integration
+
+STRATEGY = "section"  # unchanged sections keep their text, so the amendment shows re-embedding
+
+
+def rfp_versions() -> tuple[list, list]:
+    paths = {p.name: p for p in sample_paths()}
+    return page_events(paths["rfp_harbor_bridge_issued.md"]), page_events(
+        paths["rfp_harbor_bridge_amendment1.md"]
+    )
+
+
+class Sinks:
+    """Both sinks in this process (their own consumer groups), so the test can read their counters."""
+
+    def __init__(self, settings, embedder) -> None:
+        self.mongo = MongoSink(settings.mongo_url)
+        self.mongo.ensure_indexes()
+        self.lance = LanceTarget(settings.data_dir / "lance")
+        self.vectors = VectorSink(self.lance, settings.data_dir / "vector-state.sqlite", embedder=embedder)
+        self.stop = threading.Event()
+        self.runners = [SinkRunner(settings, self.mongo), SinkRunner(settings, self.vectors)]
+        self.threads = [threading.Thread(target=r.run, args=(self.stop,), daemon=True) for r in self.runners]
+        for thread in self.threads:
+            thread.start()
+
+    def wait_for(self, condition, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(0.5)
+        raise AssertionError("sinks did not reach the expected state in time")
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(30)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from streams.core.embedding import Embedder
+
+    return Embedder()
+
+
+def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False) -> dict:
+    issued, amended = rfp_versions()
+    versions = {0: issued, 1: amended}
+    settings = pipeline_settings(tmp)
+    store = document_store(tmp).start()
+    settings = settings.model_copy(update={"mongo_url": f"mongodb://{store.address}"})
+    try:
+        with LocalPipeline(settings, [STRATEGY]) as pipeline:
+            settings = pipeline.settings
+            sinks = Sinks(settings, embedder)
+            collector = Collector(settings)
+            try:
+                for number in order:
+                    publish_pages(settings, versions[number])
+                    collector.wait([(issued[0].doc_id, number)], [STRATEGY], timeout=120)
+                if redeliver:  # the same pages again: identical duplicates of finished documents are no-ops
+                    publish_pages(settings, issued + amended)
+                records = collector.result.records()
+                expected = {0: {r.chunk_id for r in records if r.amendment_number == 0},
+                            1: {r.chunk_id for r in records if r.amendment_number == 1}}  # fmt: skip
+                total = len(expected[0]) + len(expected[1])
+                embeddable = {r.chunk_id for r in records if not is_table(r)}
+                latest_vectors = len(expected[1] & embeddable)
+                sinks.wait_for(
+                    lambda: (
+                        sinks.mongo.count() == total
+                        and sinks.mongo.count(latest_only=True) == len(expected[1])
+                        and sinks.lance.count() == len(embeddable)
+                        and sinks.lance.count(latest_only=True) == latest_vectors
+                    )
+                )
+                time.sleep(2)  # anything late (a duplicate) would land now
+                docs = sinks.mongo.by_ids(sorted(expected[0] | expected[1]))
+                lance_rows = sinks.lance.table.to_arrow().to_pylist()
+                return {
+                    "expected": expected,
+                    "embeddable": embeddable,
+                    "records": records,
+                    "mongo": {d["_id"]: d for d in docs},
+                    "mongo_total": sinks.mongo.collection.count_documents({}),
+                    "lance": {r["chunk_id"]: r for r in lance_rows},
+                    "lance_total": len(lance_rows),
+                    "stats": sinks.vectors.stats,
+                    "duplicates": collector.result.duplicates,
+                }
+            finally:
+                collector.close()
+                sinks.close()
+    finally:
+        store.stop()
+
+
+@pytest.fixture(scope="module")
+def forward(tmp_path_factory, embedder) -> dict:
+    return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True)
+
+
+def test_amendment_flips_every_older_chunk_in_both_stores(forward: dict) -> None:
+    expected, mongo, lance = forward["expected"], forward["mongo"], forward["lance"]
+    assert expected[0] and expected[1] and not expected[0] & expected[1]
+    embeddable = forward["embeddable"]
+    for chunk_id in expected[0]:
+        assert mongo[chunk_id]["is_latest_version"] is False
+    for chunk_id in expected[1]:
+        assert mongo[chunk_id]["is_latest_version"] is True
+    for chunk_id in embeddable:
+        assert lance[chunk_id]["is_latest_version"] is (chunk_id in expected[1])
+    # tables stay in MongoDB only (seed 002)
+    tables = (expected[0] | expected[1]) - embeddable
+    assert tables and all(mongo[c]["is_table"] for c in tables) and not tables & set(lance)
+    # counts match the chunk topic, and nothing is duplicated after redelivery
+    assert forward["mongo_total"] == len(expected[0]) + len(expected[1])
+    assert forward["lance_total"] == len(embeddable)
+    assert forward["duplicates"] == 0
+
+
+def test_mongo_keeps_full_text_and_vectors_keep_minimal_metadata(forward: dict) -> None:
+    record = forward["records"][0]
+    stored = forward["mongo"][record.chunk_id]
+    assert stored["text"] == record.text and stored["checksum"] == record.checksum
+    row = forward["lance"][record.chunk_id]
+    assert "text" not in row and set(row) >= {"doc_id", "strategy", "section_type", "amendment_number"}
+
+
+def test_unchanged_chunks_are_not_re_embedded(forward: dict) -> None:
+    records = [r for r in forward["records"] if r.chunk_id in forward["embeddable"]]
+    hashes = {0: {r.content_hash for r in records if r.amendment_number == 0},
+              1: {r.content_hash for r in records if r.amendment_number == 1}}  # fmt: skip
+    unchanged = hashes[0] & hashes[1]
+    assert len(unchanged) > len(hashes[1] - hashes[0]), "the amendment changes a few lines only"
+    stats = forward["stats"]
+    assert stats.embedded == len(hashes[0] | hashes[1])
+    assert stats.reused >= len(unchanged)
+
+
+def test_reverse_order_reaches_the_same_end_state(forward: dict, tmp_path_factory, embedder) -> None:
+    reverse = run_amendments(tmp_path_factory.mktemp("reverse"), [1, 0], embedder)
+    assert reverse["expected"] == forward["expected"]
+
+    def flags(run: dict) -> dict:
+        return {
+            cid: (d["is_latest_version"], run["lance"].get(cid, {}).get("is_latest_version"))
+            for cid, d in run["mongo"].items()
+        }
+
+    assert flags(reverse) == flags(forward)
+    assert sum(1 for mongo_flag, _ in flags(reverse).values() if mongo_flag) == len(forward["expected"][1])
