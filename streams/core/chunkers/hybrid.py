@@ -356,7 +356,7 @@ def locate_chunks(
         first = items[n][0]
         if first is previous_last:
             item = next(i for i in chunks[n].meta.doc_items if i.self_ref in refs)
-            start = _continuation_start(text, chunks[n].text, first, cursor, serialize(item))
+            start = _continuation_start(text, chunks[n].text, first, cursor, lambda i=item: serialize(i))
         else:
             start = first.start
         start = max(start, cursor)
@@ -384,13 +384,17 @@ def locate_chunks(
     return located
 
 
-def _continuation_start(text: str, chunk_text: str, block: Block, cursor: int, serialized: str) -> int:
+def _continuation_start(
+    text: str, chunk_text: str, block: Block, cursor: int, serialized_item: Callable[[], str]
+) -> int:
+    """Where a continued item resumes; serializing the item (slow for tables) only when search fails."""
     head = chunk_text.lstrip().split("\n", 1)[0][:80].strip()
     lo = max(cursor, block.start)
     if head:
         found = text.find(head, lo, block.end)
         if found >= 0:
             return found
+        serialized = serialized_item()
         position = serialized.find(head)
         if position >= 0 and serialized:
             guess = block.start + (block.end - block.start) * position // len(serialized)
