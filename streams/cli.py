@@ -187,6 +187,63 @@ def _one_line(record: dict) -> str:
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
+@app.command()
+def up(
+    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="First line: one JSON object with connection settings.")] = False,
+) -> None:
+    """Run the embedded services, workers and both sinks in the foreground until interrupted."""
+    from streams.core.chunkers import available_strategies
+    from streams.ops.demo import DEFAULT_DEMO
+    from streams.ops.up import run_up
+
+    built = set(available_strategies())
+    run_up(Settings(), strategies or [s for s in DEFAULT_DEMO if s in built], err, as_json)
+
+
+@app.command()
+def search(
+    question: Annotated[str, typer.Argument(help="What to look for.")],
+    strategy: Annotated[str | None, typer.Option("--strategy", "-s")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=100)] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Search the vector store (latest versions only); text comes from MongoDB by chunk id."""
+    from streams.ops.search import search as run_search
+
+    hits = run_search(Settings(), question, k, strategy)
+    if as_json:
+        for hit in hits:
+            sys.stdout.write(json.dumps(hit, ensure_ascii=False, sort_keys=True, default=str) + "\n")
+        return
+    if not hits:
+        err.print("no matches (is anything stored yet?)")
+    for rank, hit in enumerate(hits, start=1):
+        out.print(f"[bold]{rank}. {hit['score']:.3f}[/] {hit['document_name']} pages {hit['page_numbers']} [{hit['strategy']}]")
+        out.print("   " + " ".join(str(hit["text"]).split())[:300], highlight=False)
+
+
+@app.command()
+def replay(
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy whose consumer group moves back.")],
+    start: Annotated[str, typer.Option("--from", help="earliest or an ISO-8601 time.")] = "earliest",
+    chunker_version: Annotated[str | None, typer.Option("--chunker-version", help="Lineage label of the replay.")] = None,
+) -> None:
+    """Re-chunk: move a strategy's consumer group back (its workers must be stopped, `streams up` does it)."""
+    from streams.ops.replay import parse_from, reset_offsets
+    from streams.ops.up import request_replay
+    from streams.settings import UP_FILE
+
+    parse_from(start)  # fail early on a bad time
+    settings = Settings()
+    if (settings.data_dir / UP_FILE).exists():
+        path = request_replay(settings, strategy, start, chunker_version)
+        err.print(f"replay of {strategy} from {start} requested from the running `streams up` ({path.name})")
+        return
+    offsets = reset_offsets(settings, strategy, start)
+    err.print(f"group of {strategy} moved to {offsets}; restart its workers" + (f" with STREAMS_CHUNKER_VERSION={chunker_version}" if chunker_version else ""))
+
+
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
 
@@ -235,6 +292,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON summary object.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
+    sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")] = True,
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
     from streams.ops.demo import run_demo
@@ -254,6 +312,10 @@ def demo(
             f"[bold]{summary['documents']}[/] documents, {summary['pages']} pages -> chunks: {chunks}; "
             f"dead letters: {summary['dead_letters']}; {summary['seconds']:.1f}s"
         )
+        if "mongo" in summary:
+            out.print(f"MongoDB: {summary['mongo']}; vectors: {summary['vectors']}")
+        if keep:
+            err.print(f"kept {run_dir} (streams broker --data-dir {run_dir})")
 
 
 def main() -> None:

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+#: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
+#: `streams publish/tail/lag/search/replay` in another terminal find the running services unflagged.
+UP_FILE = "up.json"
+
+
+class UpFileSource(PydanticBaseSettingsSource):
+    """Connection settings of a running `streams up` (below environment variables and arguments)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = Path(os.environ.get("STREAMS_DATA_DIR", "var")) / UP_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data.get("settings", {}) if isinstance(data, dict) else {}
 
 
 class TopicNames(BaseSettings):
@@ -70,6 +92,17 @@ class Settings(BaseSettings):
     @property
     def lance_dir(self) -> Path:
         return self.lancedb_path or self.data_dir / "lancedb"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, dotenv_settings, file_secret_settings, UpFileSource(settings_cls)
 
     def redacted(self) -> dict[str, object]:
         data = self.model_dump(mode="json")

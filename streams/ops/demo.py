@@ -25,6 +25,7 @@ def run_demo(
     timeout: float,
     console: Console,
     keep: bool = False,
+    sinks: bool = True,
 ) -> dict:
     started = time.monotonic()
     built = set(available_strategies())
@@ -36,7 +37,7 @@ def run_demo(
     pages = [e for doc in documents for e in doc]
     docs = sorted({(e.doc_id, e.amendment_number) for e in pages})
     try:
-        with LocalPipeline(settings, chosen) as pipeline:
+        with LocalPipeline(settings, chosen, sinks=["mongo", "vectors"] if sinks else []) as pipeline:
             console.print(f"broker {pipeline.settings.broker}; workers: assembler, {', '.join(chosen)}")
             publish_pages(pipeline.settings, pages)
             collector = Collector(pipeline.settings)
@@ -59,6 +60,7 @@ def run_demo(
                     progress.update(task, completed=done)
 
                 result = collector.wait(docs, chosen, timeout, on_progress=show)
+                stored = wait_for_sinks(pipeline, result.records(), timeout, progress) if sinks else {}
             collector.close()
     finally:
         if not keep:
@@ -71,5 +73,54 @@ def run_demo(
         "pages": len(pages),
         "chunks": per_strategy,
         "dead_letters": len(result.dead),
+        **stored,
         "seconds": round(time.monotonic() - started, 2),
     }
+
+
+def wait_for_sinks(pipeline: LocalPipeline, records: list, timeout: float, progress: Progress) -> dict:
+    """Until MongoDB holds every chunk and the vector store every non-table chunk, with final flags."""
+    from streams.sinks.base import is_table
+    from streams.sinks.lance_target import LanceTarget
+    from streams.sinks.mongo import MongoSink
+
+    latest_ids = _latest_ids(records)
+    want = {
+        "mongo": (len(records), len(latest_ids)),
+        "vectors": (
+            sum(1 for r in records if not is_table(r)),
+            sum(1 for r in records if not is_table(r) and r.chunk_id in latest_ids),
+        ),
+    }
+    task = progress.add_task("chunks stored by the sinks", total=want["mongo"][0] + want["vectors"][0])
+    mongo = MongoSink(pipeline.settings.mongo_url)
+    deadline = time.monotonic() + timeout
+    got = {"mongo": (0, 0), "vectors": (0, 0)}
+    try:
+        while time.monotonic() < deadline:
+            pipeline.check_workers()
+            got["mongo"] = (mongo.count(), mongo.count(latest_only=True))
+            try:
+                lance = LanceTarget(pipeline.settings.lance_dir)
+                got["vectors"] = (lance.count(), lance.count(latest_only=True))
+            except Exception:  # the table appears with the first batch
+                got["vectors"] = (0, 0)
+            progress.update(task, completed=got["mongo"][0] + got["vectors"][0])
+            if got == want:
+                break
+            time.sleep(0.5)
+    finally:
+        mongo.close()
+    return {
+        "mongo": {"chunks": got["mongo"][0], "latest": got["mongo"][1]},
+        "vectors": {"vectors": got["vectors"][0], "latest": got["vectors"][1]},
+    }
+
+
+def _latest_ids(records: list) -> set[str]:
+    """Chunks of the newest amendment of each document, per strategy."""
+    newest: dict[tuple[str, str], int] = {}
+    for r in records:
+        key = (r.doc_id, r.strategy)
+        newest[key] = max(newest.get(key, -1), r.amendment_number)
+    return {r.chunk_id for r in records if r.amendment_number == newest[(r.doc_id, r.strategy)]}

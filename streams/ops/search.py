@@ -1,0 +1,38 @@
+"""`streams search`: a query for people over the vector store, with text fetched from MongoDB."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.settings import Settings
+
+
+def search(settings: Settings, question: str, k: int = 5, strategy: str | None = None) -> list[dict[str, Any]]:
+    from streams.core.embedding import get_embedder
+    from streams.sinks.factory import vector_target
+    from streams.sinks.mongo import MongoSink
+
+    vector = get_embedder(settings.embed_model).encode([question])[0]
+    matches = vector_target(settings).query([float(x) for x in vector], k, strategy)
+    if not matches:
+        return []
+    store = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection, timeout_ms=3000)
+    try:
+        docs = {d["_id"]: d for d in store.by_ids([m.chunk_id for m in matches])}
+    finally:
+        store.close()
+    hits = []
+    for match in matches:
+        doc = docs.get(match.chunk_id, {})
+        hits.append(
+            {
+                "chunk_id": match.chunk_id,
+                "score": round(match.score, 4),
+                "doc_id": match.metadata.get("doc_id"),
+                "document_name": doc.get("document_name", match.metadata.get("doc_id")),
+                "strategy": match.metadata.get("strategy"),
+                "page_numbers": doc.get("page_numbers", []),
+                "text": doc.get("text", "(text not in MongoDB yet)"),
+            }
+        )
+    return hits

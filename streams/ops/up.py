@@ -1,0 +1,83 @@
+"""`streams up`: the embedded services, the workers and both sinks in the foreground until interrupted.
+
+It writes `<data_dir>/up.json`, which every other command reads as its lowest-priority settings, so
+`streams publish`, `tail`, `lag`, `search` and `replay` work from another terminal without flags.
+Replay requests arrive as files in `<data_dir>/control/` and are carried out here, because moving a
+consumer group back needs its workers stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+
+from rich.console import Console
+
+from streams.ops.pipeline import LocalPipeline
+from streams.ops.replay import reset_offsets
+from streams.settings import UP_FILE, Settings
+
+
+def connection(settings: Settings) -> dict[str, str]:
+    return {
+        "broker": settings.broker,
+        "mongo_url": settings.mongo_url,
+        "mongo_database": settings.mongo_database,
+        "mongo_collection": settings.mongo_collection,
+        "vector_store": f"lancedb:{settings.lance_dir}",
+    }
+
+
+def control_dir(settings: Settings) -> Path:
+    return settings.data_dir / "control"
+
+
+def request_replay(settings: Settings, strategy: str, start: str, chunker_version: str | None) -> Path:
+    path = control_dir(settings) / f"replay-{strategy}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"strategy": strategy, "from": start, "chunker_version": chunker_version}))
+    return path
+
+
+def run_up(settings: Settings, strategies: list[str], console: Console, as_json: bool) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    lance = settings.lance_dir.resolve()
+    settings = settings.model_copy(update={"lancedb_path": lance, "data_dir": settings.data_dir.resolve()})
+    up_file = settings.data_dir / UP_FILE
+    with LocalPipeline(settings, strategies, sinks=["mongo", "vectors"]) as pipeline:
+        info = connection(pipeline.settings)
+        shared = {k: info[k] for k in ("broker", "mongo_url", "mongo_database", "mongo_collection")}
+        up_file.write_text(json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info}))
+        if as_json:
+            print(json.dumps(info, sort_keys=True), flush=True)
+        console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")
+        console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
+        try:
+            while not stop.wait(1.0):
+                pipeline.check_workers()
+                for request in sorted(control_dir(pipeline.settings).glob("replay-*.json")):
+                    _replay(pipeline, request, console)
+        finally:
+            up_file.unlink(missing_ok=True)
+
+
+def _replay(pipeline: LocalPipeline, request: Path, console: Console) -> None:
+    order = json.loads(request.read_text())
+    request.unlink()
+    strategy = order["strategy"]
+    role = f"chunker:{strategy}"
+    if role not in pipeline.workers:
+        console.print(f"replay ignored: no worker for strategy {strategy!r}")
+        return
+    pipeline.stop_worker(role)
+    offsets = reset_offsets(pipeline.settings, strategy, order["from"])
+    if order.get("chunker_version"):
+        pipeline.settings = pipeline.settings.model_copy(update={"chunker_version": order["chunker_version"]})
+    pipeline.start_worker(role)
+    pipeline.settings = pipeline.settings.model_copy(update={"chunker_version": None})
+    console.print(f"replay {strategy} from {order['from']}: offsets {offsets}")
