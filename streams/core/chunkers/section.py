@@ -259,10 +259,7 @@ class SectionChunker(Chunker):
         if not text.strip():
             return []
         headings = find_headings(text)
-        if headings:
-            sections = _sections(text, headings)
-        else:
-            sections = [_Section((), 0, 0, len(text))]
+        sections = _sections(text, headings) if headings else [_Section((), 0, 0, len(text))]
         notice_id = doc.metadata.get("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
         for section in sections:
