@@ -111,6 +111,7 @@ _NUM_CELL = re.compile(
     r"\(?[$€£]?[-–+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?x?|[—–-]|n/?m|nm|%|\*{1,3}|bps|pts|pp", re.I
 )
 _UNITS = re.compile(r"\b(?:in|dollars in|amounts in)\s+(thousands|millions|billions)\b", re.I)
+_DOC_LABEL = re.compile(r"^(news|press|earnings) release$|^for immediate release$", re.I)
 _BULLET = re.compile(r"^\s*([•·▪◦●○\-–*]|\d{1,2}[.)])\s+")
 _TERMINAL = re.compile(r"[.!?:;\"”’)]$")
 _QUALIFIER_START = re.compile(
@@ -251,6 +252,16 @@ def _dropped_lines(doc: AssembledDocument) -> list[Span]:
                 dropped.append(sp)
         for sp in lines[:2] + lines[-2:]:
             edges.append((re.sub(r"\d+", "#", text[sp[0] : sp[1]].lower()), sp))
+    marked = {
+        (e.page_number, " ".join(e.text.split()))
+        for e in doc.elements
+        if e.kind in ("page_header", "page_footer", "page_number") and e.text.strip()
+    }
+    for page, start, end in pages if marked else ():
+        for sp in line_spans(text, start, end):
+            ts, te = trim_span(text, *sp)
+            if te > ts and (page, " ".join(text[ts:te].split())) in marked:
+                dropped.append((ts, te))
     if len(pages) >= 3:
         freq = Counter(key for key, _ in edges)
         threshold = max(3, len(pages) // 2)
@@ -508,7 +519,7 @@ def _is_heading_line(line: str) -> bool:
     words = s.split()
     if not words or len(words) > 10 or len(s) > 90 or _TERMINAL.search(s) or _BULLET.match(s):
         return False
-    if not s[0].isupper() or _numeric_row(s) or re.search(r"\d{2,}", s):
+    if not s[0].isupper() or _numeric_row(s) or re.search(r"\d{2,}", s) or _DOC_LABEL.match(s):
         return False
     small = {"and", "of", "the", "for", "in", "to", "a", "an", "on", "by", "with", "&", "-", "–"}
     caps = sum(1 for w in words if w[0].isupper() or w.lower() in small or not w[0].isalpha())
