@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
@@ -20,6 +22,7 @@ from streams.core.tokenizers import get_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "finance"
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared"
+FUZZ_TOKENS = [*"abcXYZ 019.,:$%|-–’\n\t", "Operator\n", "Analysts\n", "Q - Al Bo\n", "Jo Ann - Bank\n"]
 ROSTER_ANALYSTS = {
     "Jeffrey Tallis": "Harborview Securities",
     "Mei-Ling Osei": "Castlegate Partners",
@@ -388,3 +391,61 @@ def test_real_transcripts_attribute_every_speaking_analyst(chunker: FinanceChunk
         for rec in qna:
             assert rec.text.startswith("Question (") and "\nAnswer(s):" in rec.text
         assert records[0].metadata["year"] is not None
+
+
+def test_structured_release_elements(chunker: FinanceChunker) -> None:
+    page1 = (
+        "Financial Results\nRevenue was $812 million, up 9% YoY.\nSegment Results\nSensors grew 14%.\nPage 1"
+    )
+    page2 = "Segment revenue table\nGuidance\nWe expect growth of 7% to 8%."
+    elements = {
+        0: [
+            Element(kind="section_header", text="Financial Results", level=1),
+            Element(kind="paragraph", text="Revenue was $812 million, up 9% YoY."),
+            Element(kind="section_header", text="Segment Results", level=2),
+            Element(kind="paragraph", text="Sensors grew 14%."),
+            Element(kind="page_footer", text="Page 1"),
+        ],
+        1: [
+            Element(
+                kind="table",
+                element_id="tbl_seg",
+                title="Segment revenue table",
+                rows=[["Segment", "Q2 2025"], ["Sensors", "$371"]],
+            ),
+            Element(kind="section_header", text="Guidance", level=1),
+            Element(kind="paragraph", text="We expect growth of 7% to 8%."),
+        ],
+    }
+    doc = _doc(
+        [page1, page2], "release", name="nwi_release.pdf", elements=elements, metadata={"quarter": "2025-Q2"}
+    )
+    records = _records(chunker, doc)
+    _check_common(doc, records)
+    assert [(r.content_type, r.section_path) for r in records] == [
+        ("narrative", ["Financial Results"]),
+        ("narrative", ["Financial Results", "Segment Results"]),
+        ("table", ["Financial Results", "Segment Results"]),
+        ("narrative", ["Guidance"]),
+    ]
+    assert records[1].text == "Section: Financial Results > Segment Results\nSensors grew 14%."
+    table = records[2]
+    assert table.metadata["currency"] == "USD" and table.page_numbers == [2]
+    assert table.text == "Table: 2025-Q2 Segment revenue table (USD)\n- Segment: Q2 2025\n- Sensors: $371"
+    assert all("Page 1" not in r.text for r in records)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.lists(st.sampled_from(FUZZ_TOKENS), max_size=120).map("".join),
+    doc_type=st.sampled_from(["transcript", "release", "slides", "press", "generic"]),
+)
+def test_any_text_gives_valid_ranges_or_chunking_error(
+    chunker: FinanceChunker, text: str, doc_type: str
+) -> None:
+    doc = _doc([text], doc_type)
+    try:
+        drafts = chunker.chunk(doc)
+    except ChunkingError:
+        return
+    assert all(0 <= d.char_start <= d.char_end <= len(doc.text) for d in drafts)

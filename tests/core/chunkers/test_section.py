@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
@@ -23,6 +25,7 @@ from streams.core.tokenizers import get_tokenizer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "section"
 SHARED = Path(__file__).resolve().parents[3] / ".." / "shared"
+FUZZ_TOKENS = [*"abcXYZ 019.,:$|-\n\t#", "SECTION 2:\n", " shall ", "\n\n", "| a | b |\n", "1.2 Title\n"]
 REQUIREMENT_WORDS = re.compile(r"\b(shall|must)\b", re.I)
 
 
@@ -247,3 +250,13 @@ def test_solicitations_corpus_bounds_and_requirements(chunker: SectionChunker) -
         assert all(r.text == doc.text[r.char_start : r.char_end] for r in records)
         _assert_requirements_flagged(doc, records)
         assert any(r.metadata["section_type"] == "requirement" for r in records)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.lists(st.sampled_from(FUZZ_TOKENS), max_size=120).map("".join),
+)
+def test_any_text_gives_slices_of_the_stream(chunker: SectionChunker, text: str) -> None:
+    doc = _doc([text])
+    for draft in chunker.chunk(doc):
+        assert draft.text == doc.text[draft.char_start : draft.char_end] and draft.text.strip()
