@@ -55,7 +55,12 @@ _LABEL_HEADING = re.compile(
     r"^(SECTION|ARTICLE|PART|ATTACHMENT|APPENDIX|EXHIBIT|ANNEX|CHAPTER)\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
     re.I,
 )
-_NUMBERED_HEADING = re.compile(r"^((?:\d{1,3}\.)*\d{1,3})\.?\)?\s+([A-Z][^\n]*)$")
+_NUMBERED_HEADING = re.compile(r"^((?:[A-Z]\.)?(?:\d{1,3}\.)*\d{1,3})\.?\)?\s+([A-Z][^\n]*)$")
+_BOLD_LEAD = re.compile(r"\s*\*\*([^*\n]{2,120}?)\*\*")  # used with match(text, pos): anchored at pos
+_SETEXT_RULE = re.compile(r"^(=+|-+)$")
+_ENUMERATED = re.compile(
+    r"^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s|^[A-Z]\.\s|^(SECTION|ARTICLE|PART)\b", re.I
+)
 _LETTERED_HEADING = re.compile(r"^([A-Z])\.\s+([A-Z][^\n]*)$")
 _NUMERIC_CELL = re.compile(r"^[($\-–]?\$?\s?\d[\d,]*(\.\d+)?%?\)?$")
 _CLIN_ROW = re.compile(r"^\s*(CLIN\s*)?\d{4}[A-Z]{0,2}\b")
@@ -146,7 +151,7 @@ def detect_heading(line: str) -> tuple[str, int] | None:
         return None
     md = _MD_HEADING.match(text)
     if md:
-        return md.group(2).strip(), len(md.group(1))
+        return md.group(2).strip().strip("*_").strip(), len(md.group(1))
     if _LABEL_HEADING.match(text) and len(text.split()) <= 14:
         return text, 1
     words = text.split()
@@ -169,14 +174,61 @@ def find_headings(text: str, max_repeats: int = 3) -> list[_Heading]:
     A title repeated more than `max_repeats` times is a form label ("Name:", "Values") or a running
     header, not structure, so it is dropped.
     """
-    found = []
-    for s, e in line_spans(text):
-        hit = detect_heading(text[s:e])
-        if hit:
-            ts, te = trim_span(text, s, e)
-            found.append(_Heading(ts, te, hit[0], hit[1]))
+    found: list[_Heading] = []
+    lines = [span for span in (trim_span(text, s, e) for s, e in line_spans(text)) if span[1] > span[0]]
+    for index, (ts, te) in enumerate(lines):
+        bold = _bold_heading(text, ts, te)
+        hit = (bold[0], bold[1]) if bold else detect_heading(text[ts:te])
+        after = lines[index + 1] if index + 1 < len(lines) else None
+        if not hit and after and _is_setext(text, (ts, te), after):
+            hit = (text[ts:te], 1 if text[after[0]] == "=" else 2)
+        if not hit:
+            continue
+        heading = _Heading(ts, bold[2] if bold else te, hit[0], hit[1])
+        if found and _continues(text, found[-1], heading):
+            last = found.pop()
+            heading = _Heading(last.start, heading.end, f"{last.title} {heading.title}", last.level)
+        found.append(heading)
     seen = Counter(h.title.lower() for h in found)
     return [h for h in found if seen[h.title.lower()] <= max_repeats]
+
+
+def _bold_heading(text: str, start: int, end: int) -> tuple[str, int, int] | None:
+    """Markdown bold headings: a wholly bold line, or an enumerated bold lead-in ("**3. Period.** The...").
+
+    Returns (title, level, end of the heading part); a run-in heading's body starts on the same line.
+    """
+    match = _BOLD_LEAD.match(text, start, end)
+    if not match:
+        return None
+    title = match.group(1).strip().rstrip(".:").strip()
+    rest = text[match.end() : end].strip(" .:*")
+    if not title or len(title.split()) > 14:
+        return None
+    numbering = re.match(r"^((?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*)", title)
+    level = numbering.group(1).count(".") + 1 if numbering else 2
+    if not rest:
+        return title, level, end
+    if _ENUMERATED.match(title + " "):
+        return title, level, match.end()
+    return None
+
+
+def _is_setext(text: str, line: Span, after: Span) -> bool:
+    """A short line underlined with === or --- (Markdown setext heading)."""
+    rule = text[after[0] : after[1]]
+    title = text[line[0] : line[1]]
+    return len(rule) >= 3 and bool(_SETEXT_RULE.match(rule)) and len(title) <= 120 and not _is_tabular(title)
+
+
+def _continues(text: str, previous: _Heading, heading: _Heading) -> bool:
+    """An ALL-CAPS heading wrapped onto a second line ("TERMINATION FOR" / "CONVENIENCE")."""
+    between = text[previous.end : heading.start]
+    if between.count("\n") != 1 or between.strip():
+        return False
+    first, second = previous.title, heading.title
+    wrapped = first.isupper() and second.isupper() and not first.endswith((":", ".")) and previous.level == 1
+    return wrapped and not _ENUMERATED.match(second + " ") and not _LABEL_HEADING.match(second)
 
 
 def classify_section(heading: str, body: str) -> str:

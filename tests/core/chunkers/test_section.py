@@ -16,6 +16,7 @@ from streams.core.chunkers.section import (
     classify_section,
     detect_heading,
     file_filter_decision,
+    find_headings,
 )
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
@@ -80,6 +81,19 @@ def test_heading_detection_rules() -> None:
     assert detect_heading("1. The contractor shall keep the site clean at the end of each day.") is None
     assert detect_heading("| 0001 | LED luminaire | 412 |") is None
     assert detect_heading("0001  LED luminaire, installed   412   $1,200.00") is None
+
+
+def test_bold_setext_and_wrapped_headings() -> None:
+    text = (
+        "TERMINATION FOR CONVENIENCE OF\nTHE GOVERNMENT\n\nThe Government may end this order.\n\n"
+        "**3. Period of Performance.** Four months from award.\n\nOverview\n========\n\nText here."
+    )
+    found = [(h.title, h.level, text[h.end : h.end + 5]) for h in find_headings(text)]
+    assert found == [
+        ("TERMINATION FOR CONVENIENCE OF THE GOVERNMENT", 1, "\n\nThe"),
+        ("3. Period of Performance", 1, " Four"),  # run-in heading: the body starts on its line
+        ("Overview", 1, "\n===="),
+    ]
 
 
 def test_classification_keywords() -> None:
