@@ -24,8 +24,11 @@ tables; slides as one page per slide (first line = title). Repeated first/last l
 page numbers are dropped as headers/footers.
 
 Transcript rules: a Q&A pair = one question turn plus every management turn up to the next question,
-the next Operator turn or the end; Operator moderation inside Q&A is covered by the pair's range but
-left out of its text. Prepared remarks never cross a speaker change and are packed at paragraph
+the next Operator turn or the end; Operator moderation inside Q&A (and a short management greeting
+between the introduction and the question) is covered by the pair's range but left out of its text.
+A greeting-only analyst turn folds into the same analyst's next question; a closing thank-you joins
+the previous pair. When no analyst ever speaks (management reads out collected questions), the
+moderator's turns that ask something are the questions (role "Moderator"). Prepared remarks never cross a speaker change and are packed at paragraph
 (line) boundaries toward 500-1,200 tokens. Text tables get `payload_ref` pointing into the document
 stream (`doc://{doc_id}#chars=start-end`) because no table JSON exists for them upstream.
 """
@@ -445,6 +448,7 @@ def _transcript_blocks(ctx: _Context) -> list[_Block]:
         if current.is_operator:
             last_operator = text[current.start : current.end]
     _mark_first_question(blocks)
+    _mark_moderated_questions(text, blocks)
     return blocks
 
 
@@ -481,6 +485,18 @@ def _mark_first_question(blocks: list[_Block]) -> None:
             started = True
         if started and block.kind == "turn":
             block.in_qa = True
+
+
+def _mark_moderated_questions(text: str, blocks: list[_Block]) -> None:
+    """A Q&A where management reads out collected questions (no analyst ever speaks): the moderator's
+    turns that ask something become the questions, attributed to the moderator with role "Moderator"."""
+    qa_turns = [b for b in blocks if b.kind == "turn" and b.in_qa and not b.is_operator]
+    if not qa_turns or any(b.is_analyst for b in qa_turns):
+        return
+    moderator = qa_turns[0].speaker
+    for block in qa_turns:
+        if block.speaker == moderator and "?" in text[_body(block)[0] : _body(block)[1]]:
+            block.is_analyst, block.role = True, "Moderator"
 
 
 # ------------------------------------------------------------------------------ releases (plain text)
@@ -761,6 +777,7 @@ class _Pair:
     question: _Block
     answers: list[_Block] = field(default_factory=list)
     lead: list[_Block] = field(default_factory=list)
+    lead_answers: list[_Block] = field(default_factory=list)  # management remarks before the question
 
     @property
     def questions(self) -> list[_Block]:
@@ -867,11 +884,18 @@ class FinanceChunker(Chunker):
     # -- transcripts
 
     def _transcript(self, ctx: _Context, blocks: list[_Block]) -> list[ChunkDraft]:
-        """Participants, prepared remarks per speaker, then Q&A pairs, all in reading order."""
+        """Participants, prepared remarks per speaker, then Q&A pairs, all in reading order.
+
+        Operator moderation in the Q&A and management greetings between an introduction and the
+        analyst's question are covered by the next pair's range; a moderation that no question follows
+        is covered by the next remarks chunk (or the last chunk at the end of the call).
+        """
+        text = ctx.doc.text
         drafts: list[ChunkDraft] = []
         pending: list[_Block] = []  # same-speaker turns waiting to become prepared remarks
         pairs: list[_Pair] = []
-        moderation: int | None = None  # start of Operator moderation not yet attached to a pair
+        held: list[_Block] = []  # management turns after an Operator introduction, before the question
+        moderation: int | None = None  # start of Operator moderation not yet attached to a chunk
 
         def flush_remarks() -> None:
             if pending:
@@ -879,41 +903,55 @@ class FinanceChunker(Chunker):
                 pending.clear()
 
         def flush_pairs() -> None:
-            for number, pair in enumerate(
-                _merge_pleasantries(ctx.doc.text, pairs), start=_qa_count(drafts) + 1
-            ):
+            for number, pair in enumerate(_merge_pleasantries(text, pairs), start=_qa_count(drafts) + 1):
                 drafts.append(self._qna(ctx, pair, number))
             pairs.clear()
 
+        def to_remarks(turn: _Block) -> None:
+            nonlocal moderation
+            if moderation is not None:
+                turn.start, moderation = min(turn.start, moderation), None
+            if pending and pending[-1].speaker != turn.speaker:
+                flush_remarks()
+            pending.append(turn)
+
+        def release_held() -> None:
+            flush_pairs()
+            for turn in held:
+                to_remarks(turn)
+            held.clear()
+
         for block in blocks:
-            if block.kind in ("para", "table", "heading"):
-                if block.kind != "heading":
-                    flush_remarks()
-                    flush_pairs()
-                    base = (block.title,) if block.kind == "para" and block.title else ()
-                    drafts.extend(self._narrative(ctx, [block], self.min_tokens, self.max_tokens, base))
+            if block.kind == "heading":
                 continue
-            if block.in_qa and block.is_operator:
+            if block.kind in ("para", "table"):
+                release_held()
+                flush_remarks()
+                base = (block.title,) if block.kind == "para" and block.title else ()
+                drafts.extend(self._narrative(ctx, [block], self.min_tokens, self.max_tokens, base))
+            elif block.in_qa and block.is_operator:
+                release_held()
                 flush_remarks()
                 moderation = block.start if moderation is None else moderation
-                continue
-            if block.in_qa and block.is_analyst:
+            elif block.in_qa and block.is_analyst:
                 flush_remarks()
-                pairs.append(_Pair(block.start if moderation is None else moderation, block))
+                start = block.start if moderation is None else moderation
+                greeting = [h for h in held if not _is_pleasantry(text, h)]
+                pairs.append(_Pair(min([start, *(h.start for h in held)]), block, [], []))
+                pairs[-1].lead_answers = greeting
+                held.clear()
                 moderation = None
-                continue
-            if block.in_qa and pairs and moderation is None:
+            elif block.in_qa and moderation is not None:
+                held.append(block)
+            elif block.in_qa and pairs:
                 pairs[-1].answers.append(block)
-                continue
-            flush_pairs()
-            if pending and pending[-1].speaker != block.speaker:
-                flush_remarks()
-            pending.append(block)
-            moderation = None
+            else:
+                release_held()
+                to_remarks(block)
+        release_held()
         flush_remarks()
-        flush_pairs()
         if moderation is not None and drafts:
-            drafts[-1] = _extend(drafts[-1], ctx.doc.text, moderation)
+            drafts[-1] = _extend(drafts[-1], text, moderation)
         return drafts
 
     def _remarks(self, ctx: _Context, turns: list[_Block]) -> list[ChunkDraft]:
@@ -951,17 +989,17 @@ class FinanceChunker(Chunker):
             return " ".join(_clean_text(text, _kept_lines(text, *_body(t), ctx.dropped), " ") for t in turns)
 
         question = pair.questions[0]
-        parts = [f"{a.speaker}: {said([a])}" for a in pair.answers]
+        parts = [f"{a.speaker}: {said([a])}" for a in [*pair.lead_answers, *pair.answers]]
         who = ", ".join(x for x in (question.speaker, question.firm) if x)
         qa_id = f"qa_{qa_no:03d}"
         speakers: list[str] = []
-        for a in pair.answers:
+        for a in [*pair.lead_answers, *pair.answers]:
             if a.speaker not in speakers and not a.is_analyst:
                 speakers.append(a.speaker)
         return ChunkDraft(
             text=f"Question ({who}): {said(pair.questions)}\nAnswer(s): " + "; ".join(parts),
             char_start=pair.start,
-            char_end=max(b.end for b in [*pair.questions, *pair.answers]),
+            char_end=max(b.end for b in [*pair.questions, *pair.answers, *pair.lead_answers]),
             section_path=("Q&A",),
             content_type="qna",
             metadata={
