@@ -28,9 +28,11 @@ the next Operator turn or the end; Operator moderation inside Q&A (and a short m
 between the introduction and the question) is covered by the pair's range but left out of its text.
 A greeting-only analyst turn folds into the same analyst's next question; a closing thank-you joins
 the previous pair. When no analyst ever speaks (management reads out collected questions), the
-moderator's turns that ask something are the questions (role "Moderator"). Prepared remarks never cross a speaker change and are packed at paragraph
-(line) boundaries toward 500-1,200 tokens. Text tables get `payload_ref` pointing into the document
-stream (`doc://{doc_id}#chars=start-end`) because no table JSON exists for them upstream.
+moderator's turns that ask something are the questions (role "Moderator"). Prepared remarks never
+cross a speaker change and are packed at paragraph (line) boundaries toward 500-1,200 tokens.
+Narrative chunks start at their section's heading line (the heading path is also the preamble).
+Text tables get `payload_ref` pointing into the document stream (`doc://{doc_id}#chars=start-end`)
+because no table JSON exists for them upstream.
 """
 
 from __future__ import annotations
@@ -253,6 +255,7 @@ def _dropped_lines(doc: AssembledDocument) -> list[Span]:
         for sp in lines:
             if _PAGE_NUMBER.match(text[sp[0] : sp[1]]):
                 dropped.append(sp)
+        dropped.extend(sp for sp in lines[:3] if _DOC_LABEL.match(text[sp[0] : sp[1]].strip()))
         for sp in lines[:2] + lines[-2:]:
             edges.append((re.sub(r"\d+", "#", text[sp[0] : sp[1]].lower()), sp))
     marked = {
@@ -1030,9 +1033,21 @@ class FinanceChunker(Chunker):
         def path() -> tuple[str, ...]:
             return base_path + tuple(t for _, t in stack)
 
+        heading_start: list[int] = []  # first heading line not yet covered by a chunk range
+
+        def covered(draft: ChunkDraft) -> ChunkDraft:
+            """The first chunk after headings also covers the heading lines (they are in its preamble)."""
+            if heading_start and heading_start[0] < draft.char_start:
+                draft = ChunkDraft(**{**_fields(draft), "char_start": heading_start[0]})
+            heading_start.clear()
+            return draft
+
         def flush() -> None:
             if units:
-                drafts.extend(self._narrative_chunks(ctx, units, path(), min_tokens, max_tokens))
+                chunks = self._narrative_chunks(ctx, units, path(), min_tokens, max_tokens)
+                if chunks:
+                    chunks[0] = covered(chunks[0])
+                drafts.extend(chunks)
                 units.clear()
 
         for block in blocks:
@@ -1041,10 +1056,12 @@ class FinanceChunker(Chunker):
                 while stack and stack[-1][0] >= block.level:
                     stack.pop()
                 stack.append((block.level, block.title))
+                if not heading_start:
+                    heading_start.append(block.start)
                 continue
             if block.kind == "table" and block.table is not None:
                 flush()
-                drafts.append(self._table(ctx, block, path()))
+                drafts.append(covered(self._table(ctx, block, path())))
                 continue
             if block.kind == "turn":
                 flush()
