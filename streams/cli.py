@@ -189,8 +189,12 @@ def _one_line(record: dict) -> str:
 
 @app.command()
 def up(
-    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="First line: one JSON object with connection settings.")] = False,
+    strategies: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="First line: one JSON object with connection settings.")
+    ] = False,
 ) -> None:
     """Run the embedded services, workers and both sinks in the foreground until interrupted."""
     from streams.core.chunkers import available_strategies
@@ -219,15 +223,21 @@ def search(
     if not hits:
         err.print("no matches (is anything stored yet?)")
     for rank, hit in enumerate(hits, start=1):
-        out.print(f"[bold]{rank}. {hit['score']:.3f}[/] {hit['document_name']} pages {hit['page_numbers']} [{hit['strategy']}]")
+        out.print(
+            f"[bold]{rank}. {hit['score']:.3f}[/] {hit['document_name']} pages {hit['page_numbers']} [{hit['strategy']}]"
+        )
         out.print("   " + " ".join(str(hit["text"]).split())[:300], highlight=False)
 
 
 @app.command()
 def replay(
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy whose consumer group moves back.")],
+    strategy: Annotated[
+        str, typer.Option("--strategy", "-s", help="Strategy whose consumer group moves back.")
+    ],
     start: Annotated[str, typer.Option("--from", help="earliest or an ISO-8601 time.")] = "earliest",
-    chunker_version: Annotated[str | None, typer.Option("--chunker-version", help="Lineage label of the replay.")] = None,
+    chunker_version: Annotated[
+        str | None, typer.Option("--chunker-version", help="Lineage label of the replay.")
+    ] = None,
 ) -> None:
     """Re-chunk: move a strategy's consumer group back (its workers must be stopped, `streams up` does it)."""
     from streams.ops.replay import parse_from, reset_offsets
@@ -241,7 +251,10 @@ def replay(
         err.print(f"replay of {strategy} from {start} requested from the running `streams up` ({path.name})")
         return
     offsets = reset_offsets(settings, strategy, start)
-    err.print(f"group of {strategy} moved to {offsets}; restart its workers" + (f" with STREAMS_CHUNKER_VERSION={chunker_version}" if chunker_version else ""))
+    err.print(
+        f"group of {strategy} moved to {offsets}; restart its workers"
+        + (f" with STREAMS_CHUNKER_VERSION={chunker_version}" if chunker_version else "")
+    )
 
 
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
@@ -292,7 +305,9 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON summary object.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
-    sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")] = True,
+    sinks: Annotated[
+        bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")
+    ] = True,
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
     from streams.ops.demo import run_demo
@@ -301,9 +316,8 @@ def demo(
     base = settings.data_dir
     base.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
-    summary = run_demo(
-        settings.model_copy(update={"data_dir": run_dir}), paths, strategies, timeout, err, keep
-    )
+    run_settings = settings.model_copy(update={"data_dir": run_dir, "lancedb_path": None})
+    summary = run_demo(run_settings, paths, strategies, timeout, err, keep, sinks)
     if as_json:
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:

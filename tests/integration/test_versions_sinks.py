@@ -11,6 +11,7 @@ import pytest
 from streams.ingest.files import page_events
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
+from streams.ops.replay import reset_offsets
 from streams.sinks.base import is_table
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
@@ -44,7 +45,7 @@ class Sinks:
         for thread in self.threads:
             thread.start()
 
-    def wait_for(self, condition, timeout: float = 120) -> None:
+    def wait_for(self, condition, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if condition():
@@ -65,7 +66,9 @@ def embedder():
     return Embedder()
 
 
-def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False) -> dict:
+def run_amendments(
+    tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: bool = False
+) -> dict:
     issued, amended = rfp_versions()
     versions = {0: issued, 1: amended}
     settings = pipeline_settings(tmp)
@@ -79,7 +82,7 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
             try:
                 for number in order:
                     publish_pages(settings, versions[number])
-                    collector.wait([(issued[0].doc_id, number)], [STRATEGY], timeout=120)
+                    collector.wait([(issued[0].doc_id, number)], [STRATEGY], timeout=300)
                 if redeliver:  # the same pages again: identical duplicates of finished documents are no-ops
                     publish_pages(settings, issued + amended)
                 records = collector.result.records()
@@ -97,6 +100,19 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
                     )
                 )
                 time.sleep(2)  # anything late (a duplicate) would land now
+                replayed = None
+                if replay:  # move the group back with a new lineage label and re-chunk everything
+                    role = f"chunker:{STRATEGY}"
+                    pipeline.stop_worker(role)
+                    reset_offsets(pipeline.settings, STRATEGY, "earliest")
+                    pipeline.settings = pipeline.settings.model_copy(
+                        update={"chunker_version": "9.9.9-replay"}
+                    )
+                    pipeline.start_worker(role)
+                    sinks.wait_for(lambda: sinks.mongo.count(chunker_version="9.9.9-replay") == total)
+                    replayed = Collector(settings)
+                    replayed.poll(3.0)
+                    replayed.close()
                 docs = sinks.mongo.by_ids(sorted(expected[0] | expected[1]))
                 lance_rows = sinks.lance.table.to_arrow().to_pylist()
                 return {
@@ -109,6 +125,8 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
                     "lance_total": len(lance_rows),
                     "stats": sinks.vectors.stats,
                     "duplicates": collector.result.duplicates,
+                    "replayed": replayed.result if replayed else None,
+                    "embedded_after": sinks.vectors.stats.embedded,
                 }
             finally:
                 collector.close()
@@ -119,7 +137,7 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
 
 @pytest.fixture(scope="module")
 def forward(tmp_path_factory, embedder) -> dict:
-    return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True)
+    return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True, replay=True)
 
 
 def test_amendment_flips_every_older_chunk_in_both_stores(forward: dict) -> None:
@@ -144,7 +162,8 @@ def test_amendment_flips_every_older_chunk_in_both_stores(forward: dict) -> None
 def test_mongo_keeps_full_text_and_vectors_keep_minimal_metadata(forward: dict) -> None:
     record = forward["records"][0]
     stored = forward["mongo"][record.chunk_id]
-    assert stored["text"] == record.text and stored["checksum"] == record.checksum
+    replayed = {r.chunk_id: r for r in forward["replayed"].records()}[record.chunk_id]
+    assert stored["text"] == record.text and stored["checksum"] == replayed.checksum != record.checksum
     row = forward["lance"][record.chunk_id]
     assert "text" not in row and set(row) >= {"doc_id", "strategy", "section_type", "amendment_number"}
 
@@ -172,3 +191,16 @@ def test_reverse_order_reaches_the_same_end_state(forward: dict, tmp_path_factor
 
     assert flags(reverse) == flags(forward)
     assert sum(1 for mongo_flag, _ in flags(reverse).values() if mongo_flag) == len(forward["expected"][1])
+
+
+def test_replay_rechunks_with_new_lineage_and_no_duplicates(forward: dict) -> None:
+    replayed = forward["replayed"]
+    ids = forward["expected"][0] | forward["expected"][1]
+    # the topic now holds every chunk twice (two chunker versions), under the same ids
+    versions = {r.chunk_id: r.chunker_version for r in replayed.records()}
+    assert set(versions) == ids and set(versions.values()) == {"9.9.9-replay"}
+    # the stores hold each chunk once, relabelled, with flags unchanged, and nothing was re-embedded
+    assert forward["mongo_total"] == len(ids)
+    assert {d["chunker_version"] for d in forward["mongo"].values()} == {"9.9.9-replay"}
+    assert sum(d["is_latest_version"] for d in forward["mongo"].values()) == len(forward["expected"][1])
+    assert forward["embedded_after"] == forward["stats"].embedded

@@ -1,0 +1,113 @@
+"""The vector sink behind one contract: LanceDB on disk and Pinecone (real client, local double)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streams.core.chunkers import get_chunker
+from streams.core.document import assemble
+from streams.core.events import ChunkStatus
+from streams.core.records import build_records
+from streams.sinks.lance_target import LanceTarget
+from streams.sinks.pinecone_target import PineconeTarget
+from streams.sinks.vectors import VectorSink
+from tests.conftest import make_pages
+
+
+class CountingEmbedder:
+    """A deterministic stand-in for the model in unit tests: hashes text into a 384-d unit vector.
+
+    The real model is exercised by the integration tests; here the point is what the sink embeds.
+    """
+
+    model_path = "test-hash-embedder"
+
+    def __init__(self) -> None:
+        self.encoded: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.encoded += texts
+        rows = []
+        for text in texts:
+            rng = np.random.default_rng(abs(hash(text)) % (2**32))
+            v = rng.standard_normal(384).astype(np.float32)
+            rows.append(v / np.linalg.norm(v))
+        return np.vstack(rows)
+
+
+def _records(amendment: int, texts: list[str]):
+    pages = [p.model_copy(update={"amendment_number": amendment}) for p in make_pages("doc", texts)]
+    doc = assemble(pages)
+    chunker = get_chunker("section")
+    return build_records(doc, chunker, chunker.chunk(doc))
+
+
+SECTIONS_V0 = [
+    "SECTION 1: SCOPE OF WORK\n\nThe contractor shall install sensors on every span.\n\n"
+    "SECTION 2: PRICING\n\n| CLIN | Item | Qty |\n|---|---|---|\n| 0001 | Sensor | 180 |\n\n"
+    "SECTION 3: EVALUATION CRITERIA\n\nProposals are scored on price and approach."
+]
+SECTIONS_V1 = [SECTIONS_V0[0].replace("price and approach", "price, approach and schedule")]
+
+
+@pytest.fixture(params=["lancedb", "pinecone"])
+def target(request, tmp_path: Path, pinecone_double):
+    if request.param == "lancedb":
+        yield LanceTarget(tmp_path / "lance")
+    else:
+        url, key, _state = pinecone_double
+        target = PineconeTarget(api_key=key, host=url)
+        yield target
+        target.close()
+
+
+def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=embedder)
+    v0, v1 = _records(0, SECTIONS_V0), _records(1, SECTIONS_V1)
+    tables = [r for r in v0 if r.metadata.get("is_table")]
+    assert tables, "the pricing section is a table"
+    sink.write_chunks(v0)
+    assert target.count() == len(v0) - len(tables)
+    # amendment 1 arrives; its unchanged sections reuse vectors
+    before = len(embedder.encoded)
+    sink.write_chunks(v1)
+    changed = {r.content_hash for r in v1 if not r.metadata.get("is_table")} - {r.content_hash for r in v0}
+    assert len(embedder.encoded) - before == len(changed) == 1
+    sink.apply_status(
+        [
+            ChunkStatus(
+                chunk_id=r.chunk_id,
+                doc_id="doc",
+                strategy="section",
+                amendment_number=0,
+                is_latest_version=False,
+                superseded_by=1,
+            )
+            for r in v0
+        ]  # fmt: skip
+    )
+    embeddable = [r for r in v1 if not r.metadata.get("is_table")]
+    assert target.count(latest_only=True) == len(embeddable)
+    assert target.count() == 2 * len(embeddable)
+    # idempotent: the same batch again changes nothing and embeds nothing
+    sink.write_chunks(v1)
+    assert target.count() == 2 * len(embeddable) and len(embedder.encoded) - before == 1
+    hits = target.query(list(embedder.encode([embeddable[0].text])[0]), 3)
+    assert hits[0].chunk_id == embeddable[0].chunk_id and hits[0].score > 0.99
+    assert all(h.metadata["is_latest_version"] for h in hits)
+
+
+def test_a_flip_before_its_chunk_still_wins(target, tmp_path: Path) -> None:
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder())
+    v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
+    sink.apply_status([ChunkStatus(chunk_id=v0[0].chunk_id, doc_id="doc", strategy="section",
+                                   amendment_number=0, is_latest_version=False)])  # fmt: skip
+    sink.apply_status([ChunkStatus(chunk_id=v0[1].chunk_id, doc_id="doc", strategy="section",
+                                   amendment_number=0, is_latest_version=False, retired=True)])  # fmt: skip
+    sink.write_chunks(v0)
+    assert target.count() == len(v0) - 1  # the retired one never lands
+    assert target.count(latest_only=True) == len(v0) - 2
