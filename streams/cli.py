@@ -7,7 +7,6 @@ import os
 import sys
 import tempfile
 import time
-
 from pathlib import Path
 from typing import Annotated
 
@@ -29,9 +28,13 @@ class CliError(Exception):
 
 def _progress(transient: bool = True) -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=transient,
-    )  # fmt: skip
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=transient,
+    )
 
 
 def _read_files(
@@ -44,9 +47,7 @@ def _read_files(
     return [page_events(p, doc_id=doc_id, doc_type=doc_type, amendment=amendment) for p in paths]
 
 
-PathsArg = Annotated[
-    list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")
-]
+PathsArg = Annotated[list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")]
 DocIdOpt = Annotated[str | None, typer.Option("--doc-id", help="Document id (default: from the file name).")]
 DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document type (default: guessed).")]
 AmendOpt = Annotated[int, typer.Option("--amendment", min=0, help="Amendment number, 0 = original.")]
@@ -132,9 +133,17 @@ def sink(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size)
-    err.print(
-        f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}"
-    )
+    if settings.metrics_port:
+        from streams.ops.lag import group_lag, known_groups
+        from streams.ops.metrics import serve
+
+        topics = known_groups(settings)[runner.group]
+        serve(
+            settings.metrics_port,
+            ready=lambda: bool(runner.consumer.assignment()),
+            lag=lambda: group_lag(settings, runner.group, topics, timeout=5),
+        )
+    err.print(f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}")
     runner.run(stop)
 
 
@@ -160,9 +169,7 @@ def tail(
     settings = Settings()
     for record in tail_topic(settings, topic or settings.topics.chunks, timeout, limit):
         if as_json:
-            sys.stdout.write(
-                json.dumps(record, ensure_ascii=False, sort_keys=True, default=_bytes_repr) + "\n"
-            )
+            sys.stdout.write(json.dumps(record, ensure_ascii=False, sort_keys=True, default=_bytes_repr) + "\n")
         else:
             out.print(_one_line(record))
 
@@ -181,17 +188,13 @@ def _one_line(record: dict) -> str:
             f"pages={record['page_numbers']} tokens={record['token_count']} {text!r}"
         )
     if "reason_code" in record:
-        return (
-            f"DEAD {record['stage']} {record['reason_code']}: {record['reason']} (doc {record.get('doc_id')})"
-        )
+        return f"DEAD {record['stage']} {record['reason_code']}: {record['reason']} (doc {record.get('doc_id')})"
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
 @app.command()
 def up(
-    strategies: Annotated[
-        list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")
-    ] = None,
+    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="First line: one JSON object with connection settings.")
     ] = False,
@@ -224,16 +227,15 @@ def search(
         err.print("no matches (is anything stored yet?)")
     for rank, hit in enumerate(hits, start=1):
         out.print(
-            f"[bold]{rank}. {hit['score']:.3f}[/] {hit['document_name']} pages {hit['page_numbers']} [{hit['strategy']}]"
+            f"[bold]{rank}. {hit['score']:.3f}[/] {hit['document_name']} "
+            f"pages {hit['page_numbers']} [{hit['strategy']}]"
         )
         out.print("   " + " ".join(str(hit["text"]).split())[:300], highlight=False)
 
 
 @app.command()
 def replay(
-    strategy: Annotated[
-        str, typer.Option("--strategy", "-s", help="Strategy whose consumer group moves back.")
-    ],
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Strategy whose consumer group moves back.")],
     start: Annotated[str, typer.Option("--from", help="earliest or an ISO-8601 time.")] = "earliest",
     chunker_version: Annotated[
         str | None, typer.Option("--chunker-version", help="Lineage label of the replay.")
@@ -257,6 +259,31 @@ def replay(
     )
 
 
+@app.command()
+def lag(
+    group: Annotated[str | None, typer.Option("--group", help="Only this consumer group.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    watch: Annotated[float, typer.Option("--watch", help="Refresh every N seconds (0 = once).")] = 0.0,
+    include_idle: Annotated[bool, typer.Option("--all", help="Also groups that never committed.")] = False,
+) -> None:
+    """Consumer lag per group, topic and partition (committed vs end offset), with totals."""
+    from rich.live import Live
+
+    from streams.ops.lag import lag_report, lag_table
+
+    settings = Settings()
+    if as_json:
+        sys.stdout.write(json.dumps(lag_report(settings, group, include_idle), sort_keys=True) + "\n")
+        return
+    if not watch:
+        out.print(lag_table(lag_report(settings, group, include_idle)))
+        return
+    with Live(console=out, auto_refresh=False) as live:
+        while True:
+            live.update(lag_table(lag_report(settings, group, include_idle)), refresh=True)
+            time.sleep(watch)
+
+
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
 
@@ -267,9 +294,7 @@ def schemas_snapshot() -> None:
     from streams.codec.history import snapshot
 
     written = snapshot()
-    err.print(
-        f"wrote {len(written)} schema version(s): {', '.join(str(p) for p in written) or 'none changed'}"
-    )
+    err.print(f"wrote {len(written)} schema version(s): {', '.join(str(p) for p in written) or 'none changed'}")
 
 
 @app.command()
@@ -296,18 +321,12 @@ def broker(
 
 @app.command()
 def demo(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Documents (default: the shipped samples).")
-    ] = None,
-    strategies: Annotated[
-        list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")
-    ] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="Documents (default: the shipped samples).")] = None,
+    strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON summary object.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
-    sinks: Annotated[
-        bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")
-    ] = True,
+    sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")] = True,
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
     from streams.ops.demo import run_demo

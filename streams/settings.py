@@ -64,6 +64,7 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(default=52_428_800, ge=1)
 
     data_dir: Path = Path("var")
+    metrics_port: int = Field(default=0, ge=0, description="/metrics, /healthz, /readyz; 0 = off")
     web_port: int = 0
     processing_guarantee: str = "at_least_once"
     #: Lineage label written on records instead of the chunker's own version (replays with a new chunker).

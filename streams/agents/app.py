@@ -13,6 +13,7 @@ import faust
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
+from streams.ops import metrics as m
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -104,6 +105,7 @@ class DeadLetterWriter:
             timestamp_ms=now_ms(),
         )
         log.warning("dead letter: %s %s: %s", stage, code, reason)
+        m.DEAD_LETTERS.labels(stage.split(":")[0] if stage.startswith("sink") else stage, code).inc()
         await self.topic.send(
             key=key or (doc_id or "").encode(),
             value=self.codec.encode("dead_letter", letter.model_dump(), self.name),
@@ -122,9 +124,7 @@ def assembler_app(settings: Settings) -> faust.App:
     headers = app.Table(
         "assembly-headers", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
     )
-    pages = app.Table(
-        "assembly-pages", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
-    )
+    pages = app.Table("assembly-pages", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
     limits = Limits(
         max_page_bytes=settings.max_page_bytes,
         max_pages=settings.max_pages,
@@ -144,15 +144,17 @@ def assembler_app(settings: Settings) -> faust.App:
             message = event.message
             if message.topic == topics.ticks:
                 outcomes = assembler.on_tick(message.partition, now_ms())
+                m.TABLE_ENTRIES.labels("assembly-headers").set(len(headers))
+                m.TABLE_ENTRIES.labels("assembly-pages").set(len(pages))
             else:
+                m.RECORDS_IN.labels("assembler", message.topic).inc()
                 outcomes = assembler.on_page(event.value, message.partition, now_ms())
             for outcome in outcomes:
                 if isinstance(outcome, Completed):
                     doc = outcome.document
-                    payload = codec.encode(
-                        "assembled_document", doc.model_dump(mode="json"), topics.documents
-                    )
+                    payload = codec.encode("assembled_document", doc.model_dump(mode="json"), topics.documents)
                     await documents.send(key=doc.doc_id.encode(), value=payload)
+                    m.RECORDS_OUT.labels("assembler", topics.documents).inc()
                     known = latest.get(doc.doc_id)
                     if known is None or doc.amendment_number > int(known):
                         # The compacted versions topic holds the latest amendment of every document.
@@ -172,9 +174,7 @@ def assembler_app(settings: Settings) -> faust.App:
                             outcome.reason,
                             message.topic if message.topic == topics.pages else topics.pages,
                             raw,
-                            key=message.key
-                            if message.topic == topics.pages
-                            else (outcome.doc_id or "").encode(),
+                            key=message.key if message.topic == topics.pages else (outcome.doc_id or "").encode(),
                             partition=message.partition,
                             offset=message.offset if message.topic == topics.pages else -1,
                             doc_id=outcome.doc_id,
@@ -204,23 +204,28 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     chunks = app.topic(topics.chunks, key_type=bytes, value_type=bytes)
     status = app.topic(topics.status, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
-    versions = app.Table(
-        "chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
-    )
+    versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
     chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker
 
-    def run(raw: bytes) -> list[ChunkRecord]:
+    def run(raw: bytes) -> tuple[list[ChunkRecord], int]:
+        """Records of one document and when its first page arrived (for the latency metric)."""
         doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
-        return build_records(doc, chunker, chunker.chunk(doc))
+        return build_records(doc, chunker, chunker.chunk(doc)), doc.first_page_ms
 
     async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> None:
         for chunk_id in ids:
             flip = ChunkStatus(
-                chunk_id=chunk_id, doc_id=doc_id, strategy=strategy, amendment_number=amendment,
-                is_latest_version=False, retired=retired, superseded_by=by, timestamp_ms=now_ms(),
-            )  # fmt: skip
+                chunk_id=chunk_id,
+                doc_id=doc_id,
+                strategy=strategy,
+                amendment_number=amendment,
+                is_latest_version=False,
+                retired=retired,
+                superseded_by=by,
+                timestamp_ms=now_ms(),
+            )
             await status.send(
                 key=chunk_id.encode(), value=codec.encode("chunk_status", flip.model_dump(), topics.status)
             )
@@ -232,6 +237,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
             message = event.message
             key = message.key or b""
             doc_id = key.decode("utf-8", "replace")
+            m.RECORDS_IN.labels(f"chunker-{strategy}", message.topic).inc()
             if message.topic == topics.versions:
                 if not event.value:  # a document tombstone retires all its chunks
                     ids, _ = delete(json.loads(versions[doc_id]) if versions.get(doc_id) else None)
@@ -240,9 +246,10 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 continue
             failure: tuple[str, str] | None = None
             records: list[ChunkRecord] = []
+            first_page_ms = 0
             try:
                 # Chunking is CPU-bound; a thread keeps the consumer's heartbeats flowing meanwhile.
-                records = await loop.run_in_executor(None, run, event.value)
+                records, first_page_ms = await loop.run_in_executor(None, run, event.value)
             except AvroDecodeError as exc:
                 failure = ("invalid_avro", str(exc))
             except ChunkingError as exc:
@@ -254,9 +261,15 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 failure = ("no_chunks", "the strategy produced no chunks for this document")
             if failure is not None:
                 await dead.send(
-                    f"chunk:{strategy}", *failure, message.topic, event.value, key,
-                    message.partition, message.offset, doc_id,
-                )  # fmt: skip
+                    f"chunk:{strategy}",
+                    *failure,
+                    message.topic,
+                    event.value,
+                    key,
+                    message.partition,
+                    message.offset,
+                    doc_id,
+                )
                 continue
             amendment = records[0].amendment_number
             state = json.loads(versions[doc_id]) if versions.get(doc_id) else None
@@ -265,6 +278,11 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 record.is_latest_version = decision.is_latest
                 value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
                 await chunks.send(key=record.chunk_id.encode(), value=value)
+            m.CHUNKS.labels(strategy).inc(len(records))
+            m.RECORDS_OUT.labels(f"chunker-{strategy}", topics.chunks).inc(len(records))
+            if first_page_ms:
+                m.LATENCY.labels("page_to_chunk").observe(max(0.0, (now_ms() - first_page_ms) / 1000))
+            m.TABLE_ENTRIES.labels("chunk-versions").set(len(versions))
             for older, ids in decision.flips.items():
                 await send_status(ids, doc_id, older, retired=False, by=amendment)
             await send_status(decision.retired, doc_id, amendment, retired=True)

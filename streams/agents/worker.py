@@ -20,6 +20,25 @@ def build(role: str, settings: Settings) -> faust.App:
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     app = build(role, settings)
+    if settings.metrics_port:
+        import threading
+
+        from streams.ops.lag import group_lag, known_groups
+        from streams.ops.metrics import serve
+
+        group = app.conf.id
+        topics = known_groups(settings).get(group, [])
+        joined = threading.Event()
+
+        @app.on_partitions_assigned.connect
+        async def on_assigned(*_args: object, **_kwargs: object) -> None:
+            joined.set()
+
+        serve(
+            settings.metrics_port,
+            ready=joined.is_set,
+            lag=lambda: group_lag(settings, group, topics, timeout=5),
+        )
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     worker.execute_from_commandline()

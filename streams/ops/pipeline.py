@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
-from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store
+from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import client_config, ensure_topics
 from streams.settings import Settings
 
@@ -97,9 +97,7 @@ def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, 
 class Collected:
     """What reached the output topics, grouped for completeness checks."""
 
-    chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(
-        default_factory=lambda: defaultdict(dict)
-    )
+    chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(default_factory=lambda: defaultdict(dict))
     dead: list[DeadLetter] = field(default_factory=list)
     duplicates: int = 0
 
@@ -126,9 +124,7 @@ class Collected:
             if self.dead_for(doc_id, "assembly"):
                 continue
             for strategy in strategies:
-                if not (
-                    self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")
-                ):
+                if not (self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")):
                     return False
         return True
 
@@ -212,6 +208,7 @@ class LocalPipeline:
         own_broker: bool = True,
         sinks: list[str] | None = None,
         own_store: bool = True,
+        metrics: bool = False,
     ) -> None:
         self.settings = settings
         self.strategies = strategies
@@ -221,6 +218,8 @@ class LocalPipeline:
         self.broker: EmbeddedProcess | None = None
         self.store: EmbeddedProcess | None = None
         self.workers: dict[str, subprocess.Popen] = {}
+        self.metrics = metrics
+        self.metrics_ports: dict[str, int] = {}
 
     def start(self) -> LocalPipeline:
         if self.own_broker:
@@ -242,10 +241,22 @@ class LocalPipeline:
         log_dir.mkdir(parents=True, exist_ok=True)
         log = (log_dir / f"{role.replace(':', '-')}.log").open("ab")
         env = {**os.environ, **settings_env(self.settings)}
+        if self.metrics:
+            self.metrics_ports[role] = self.metrics_ports.get(role) or free_port()
+            env["STREAMS_METRICS_PORT"] = str(self.metrics_ports[role])
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streams", *(["sink", role[5:]] if role.startswith("sink:") else ["worker", "--role", role])],
-            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "streams",
+                *(["sink", role[5:]] if role.startswith("sink:") else ["worker", "--role", role]),
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.workers[role] = proc
         return proc
 
@@ -295,6 +306,4 @@ class LocalPipeline:
 
 def sample_paths() -> list[Path]:
     here = Path(__file__).resolve().parents[1] / "samples"
-    return sorted(
-        p for p in here.iterdir() if p.is_file() and p.name != "README.md" and not p.name.startswith(".")
-    )
+    return sorted(p for p in here.iterdir() if p.is_file() and p.name != "README.md" and not p.name.startswith("."))

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer, Producer
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
+from streams.ops import metrics
 from streams.ops.topics import client_config
 from streams.settings import Settings
 from streams.sinks.base import ChunkSink
@@ -75,14 +76,18 @@ class SinkRunner:
 
     def _dead_letter(self, message, reason: str) -> None:
         letter = DeadLetter(
-            reason_code="invalid_record", reason=reason, stage=f"sink:{self.sink.name}", source_topic=message.topic(),
-            source_partition=message.partition(), source_offset=message.offset(), key=message.key(),
-            value=message.value(), timestamp_ms=int(time.time() * 1000),
-        )  # fmt: skip
-        topic = self.settings.topics.dead_letter
-        self.dead.produce(
-            topic, key=message.key(), value=self.codec.encode("dead_letter", letter.model_dump(), topic)
+            reason_code="invalid_record",
+            reason=reason,
+            stage=f"sink:{self.sink.name}",
+            source_topic=message.topic(),
+            source_partition=message.partition(),
+            source_offset=message.offset(),
+            key=message.key(),
+            value=message.value(),
+            timestamp_ms=int(time.time() * 1000),
         )
+        topic = self.settings.topics.dead_letter
+        self.dead.produce(topic, key=message.key(), value=self.codec.encode("dead_letter", letter.model_dump(), topic))
         self.dead.flush(10)
         self.progress.dead += 1
 
@@ -109,6 +114,13 @@ class SinkRunner:
         if not self._write(records, statuses, stop):
             return 0
         self.consumer.commit(asynchronous=False)
+        now = time.time()
+        role = f"sink-{self.sink.name}"
+        for message in messages:
+            metrics.RECORDS_IN.labels(role, message.topic()).inc()
+            kind, stamp = message.timestamp()
+            if kind and message.topic() == self.settings.topics.chunks and stamp > 0:
+                metrics.LATENCY.labels("chunk_to_stored").observe(max(0.0, now - stamp / 1000))
         self.progress.chunks += len(records)
         self.progress.statuses += len(statuses)
         self.progress.batches += 1

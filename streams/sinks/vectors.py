@@ -9,6 +9,7 @@ amendments or replays reuses its vector, and status stubs for flips that arrive 
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.ops.metrics import EMBED_BATCH
 from streams.sinks.base import VectorRow, VectorTarget, is_table, section_type
 
 
@@ -75,7 +77,8 @@ class LocalState:
 
     def mark(self, statuses: Sequence[ChunkStatus]) -> None:
         self.db.executemany(
-            "INSERT INTO status VALUES (?, ?) ON CONFLICT(chunk_id) DO UPDATE SET retired = MAX(retired, excluded.retired)",
+            "INSERT INTO status VALUES (?, ?)"
+            " ON CONFLICT(chunk_id) DO UPDATE SET retired = MAX(retired, excluded.retired)",
             [(s.chunk_id, int(s.retired)) for s in statuses],
         )
         self.db.commit()
@@ -87,9 +90,7 @@ class LocalState:
 class VectorSink:
     name = "vectors"
 
-    def __init__(
-        self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False
-    ):
+    def __init__(self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False):
         from streams.core.embedding import get_embedder
 
         self.target = target
@@ -107,7 +108,9 @@ class VectorSink:
         known = self.state.vectors(self.model, [r.content_hash for r in wanted])
         missing = {r.content_hash: r.text for r in wanted if r.content_hash not in known}
         if missing:
+            started = time.perf_counter()
             encoded = self.embedder.encode(list(missing.values()))
+            EMBED_BATCH.observe(time.perf_counter() - started)
             fresh = dict(zip(missing, encoded, strict=True))
             self.state.remember(self.model, fresh)
             known.update(fresh)

@@ -1,0 +1,99 @@
+"""Lag against known offsets, and /metrics scraped during a real run."""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer
+
+from streams.ops.embedded import broker
+from streams.ops.lag import lag_report
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.ops.topics import ensure_topics
+from streams.settings import Settings
+from tests.conftest import make_pages
+from tests.integration.conftest import pipeline_settings
+
+pytestmark = pytest.mark.integration
+
+
+def test_lag_is_produced_minus_consumed_per_partition(tmp_path) -> None:
+    with broker(tmp_path) as service:
+        settings = Settings(broker=service.address, partitions=2, data_dir=tmp_path)
+        ensure_topics(settings)
+        producer = Producer({"bootstrap.servers": service.address})
+        for i in range(10):
+            producer.produce(settings.topics.chunks, key=b"k", value=b"v", partition=i % 2)  # 5 per partition
+        producer.flush(10)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": service.address,
+                "group.id": "streams-sink-mongo",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe([settings.topics.chunks])
+        taken: dict[int, int] = {}
+        deadline = time.monotonic() + 30
+        while sum(taken.values()) < 3 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                consumer.commit(message, asynchronous=False)
+                taken[message.partition()] = taken.get(message.partition(), 0) + 1
+        consumer.close()
+        report = lag_report(settings, "streams-sink-mongo")
+        rows = {(r["topic"], r["partition"]): r for r in report["partitions"]}
+        for partition in (0, 1):
+            row = rows[(settings.topics.chunks, partition)]
+            assert row["end"] == 5
+            assert row["lag"] == 5 - taken.get(partition, 0)
+        assert report["totals"]["streams-sink-mongo"] == 10 - sum(taken.values()) == 7
+        assert lag_report(settings, "streams-chunker-window")["totals"]["streams-chunker-window"] == 0
+
+
+def _scrape(port: int, path: str = "/metrics") -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+
+
+def _value(text: str, name: str, **labels: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_endpoint_counts_what_was_processed(tmp_path) -> None:
+    docs = [make_pages(f"m{n}", ["word " * 300] * (n + 1)) for n in range(3)]
+    pages = [p for d in docs for p in d]
+    with LocalPipeline(pipeline_settings(tmp_path), ["window"], metrics=True) as pipeline:
+        publish_pages(pipeline.settings, pages)
+        collector = Collector(pipeline.settings)
+        result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=120)
+        collector.close()
+        chunks = len(result.records())
+        assembler, chunker = pipeline.metrics_ports["assembler"], pipeline.metrics_ports["chunker:window"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            _, text = _scrape(chunker)
+            if _value(text, "streams_chunks_total", strategy="window") >= chunks:
+                break
+            time.sleep(0.5)
+        _, assembled = _scrape(assembler)
+        assert _value(assembled, "streams_records_in_total", role="assembler", topic="pages.cleaned") == len(pages)
+        assert _value(assembled, "streams_records_out_total", role="assembler", topic="documents.assembled") == 3
+        assert _value(text, "streams_chunks_total", strategy="window") == chunks
+        assert _value(text, "streams_processing_latency_seconds_count", stage="page_to_chunk") == 3
+        assert re.search(
+            r'streams_consumer_lag\{group="streams-chunker-window",partition="\d",topic="documents.assembled"\}', text
+        )
+        assert _scrape(chunker, "/healthz")[0] == 200
+        assert _scrape(chunker, "/readyz")[0] == 200
+        assert _scrape(chunker, "/nope")[0] == 404
