@@ -20,15 +20,16 @@ def streams(*args: str, timeout: float = 300, env: dict | None = None) -> subpro
 
     return subprocess.run(
         [sys.executable, "-m", "streams", *args],
-        capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_chunk_prints_the_records_of_the_offline_path(tmp_path: Path) -> None:
     source = tmp_path / "memo.txt"
-    source.write_text(
-        "alpha beta gamma. " * 120 + "\n[[PAGE_BREAK]]\n" + "delta epsilon. " * 90, encoding="utf-8"
-    )
+    source.write_text("alpha beta gamma. " * 120 + "\n[[PAGE_BREAK]]\n" + "delta epsilon. " * 90, encoding="utf-8")
     done = streams("chunk", str(source), "--strategy", "window")
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]
@@ -36,9 +37,7 @@ def test_chunk_prints_the_records_of_the_offline_path(tmp_path: Path) -> None:
     chunker = get_chunker("window")
     expected = [r.model_dump(mode="json") for r in build_records(doc, chunker, chunker.chunk(doc))]
     assert rows == expected
-    assert {tuple(r["page_numbers"]) for r in rows} >= {(1,), (2,)} or any(
-        len(r["page_numbers"]) == 2 for r in rows
-    )
+    assert {tuple(r["page_numbers"]) for r in rows} >= {(1,), (2,)} or any(len(r["page_numbers"]) == 2 for r in rows)
 
 
 def test_cp1252_text_is_decoded_not_mangled(tmp_path: Path) -> None:
@@ -67,9 +66,7 @@ def test_errors_are_one_line_without_traceback(args: list[str], message: str) ->
 
 @pytest.mark.integration
 def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
-    done = streams(
-        "demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600
-    )
+    done = streams("demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert set(summary) == {"documents", "pages", "chunks", "dead_letters", "seconds"}

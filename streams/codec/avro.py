@@ -57,9 +57,7 @@ class SchemaSet:
         # Expanded schemas are self-contained: the fingerprint covers every nested record.
         expanded = expand_schema(raws)[-len(order) :]
         self.expanded: dict[str, Any] = dict(zip(order, expanded, strict=True))
-        self.current: dict[str, Any] = {
-            s: parse_schema(e, named_schemas={}) for s, e in self.expanded.items()
-        }
+        self.current: dict[str, Any] = {s: parse_schema(e, named_schemas={}) for s, e in self.expanded.items()}
         self.fingerprints: dict[bytes, tuple[str, Any]] = {}
         for subject, schema in self.current.items():
             self.fingerprints[self.fingerprint(schema)] = (subject, schema)
@@ -166,9 +164,7 @@ class AvroCodec:
             (schema_id,) = struct.unpack(">I", data[1:5])
             writer = self._writer_for_id(schema_id)
             return _from_avro_datum(subject, _read(writer, reader, data[5:]))
-        raise AvroDecodeError(
-            "not an Avro record: neither Confluent (0x00) nor single-object (0xC3 0x01) framing"
-        )
+        raise AvroDecodeError("not an Avro record: neither Confluent (0x00) nor single-object (0xC3 0x01) framing")
 
     def _writer_for_id(self, schema_id: int) -> Any:
         if schema_id in self._by_id:

@@ -14,9 +14,7 @@ from streams.codec.avro import SCHEMA_DIR, SchemaSet
 
 def history_files(schema_dir: Path = SCHEMA_DIR) -> dict[str, list[Path]]:
     found: dict[str, list[Path]] = {}
-    for path in sorted(
-        (schema_dir / "history").glob("*/v*.avsc"), key=lambda p: (p.parent.name, int(p.stem[1:]))
-    ):
+    for path in sorted((schema_dir / "history").glob("*/v*.avsc"), key=lambda p: (p.parent.name, int(p.stem[1:]))):
         found.setdefault(path.parent.name, []).append(path)
     return found
 

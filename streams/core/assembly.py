@@ -111,9 +111,7 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "event"
-        raise BadInput(
-            "invalid_page_event", f"{where}: {first['msg']} ({exc.error_count()} error(s))", doc_id
-        ) from exc
+        raise BadInput("invalid_page_event", f"{where}: {first['msg']} ({exc.error_count()} error(s))", doc_id) from exc
     if page.page_number > page.page_count:
         raise BadInput(
             "page_out_of_range",
@@ -238,7 +236,8 @@ class Assembler:
                     key,
                     header,
                     "page_count_changed",
-                    f"page {page.page_number} says page_count {page.page_count}, earlier pages said {header['page_count']}",
+                    f"page {page.page_number} says page_count {page.page_count}, "
+                    f"earlier pages said {header['page_count']}",
                     [raw],
                     now_ms,
                 )
@@ -292,18 +291,12 @@ class Assembler:
         }
         self._put_header(key, done)
         if not any(_has_content(p.text) for p in pages):
-            return Dead(
-                "empty_document", "every page is empty or has no letters or digits", header["doc_id"], raws
-            )
+            return Dead("empty_document", "every page is empty or has no letters or digits", header["doc_id"], raws)
         return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms))
 
     def _evict_oldest(self, now_ms: int) -> list[Outcome]:
         open_docs = sorted(
-            (
-                (json.loads(v)["first_ms"], k)
-                for k, v in self.headers.items()
-                if json.loads(v).get("state") == "open"
-            ),
+            ((json.loads(v)["first_ms"], k) for k, v in self.headers.items() if json.loads(v).get("state") == "open"),
         )
         if not open_docs:
             return []
@@ -315,7 +308,8 @@ class Assembler:
                 key,
                 header,
                 "assembly_capacity",
-                f"pending pages over the {self.limits.max_pending_bytes}-byte limit; oldest incomplete document evicted",
+                f"pending pages over the {self.limits.max_pending_bytes}-byte limit; "
+                "oldest incomplete document evicted",
                 [],
                 now_ms,
             )

@@ -71,11 +71,7 @@ def build_records(
     """Records in reading order; `position` is the index, `chunk_count` lets consumers see completeness."""
     tokenizer = chunker.tokenizer
     texts = [d.text for d in drafts]
-    counts = (
-        tokenizer.count_many(texts)
-        if hasattr(tokenizer, "count_many")
-        else [tokenizer.count(t) for t in texts]
-    )
+    counts = tokenizer.count_many(texts) if hasattr(tokenizer, "count_many") else [tokenizer.count(t) for t in texts]
     records: list[ChunkRecord] = []
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         body: dict[str, Any] = {

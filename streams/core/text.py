@@ -161,9 +161,7 @@ def pack_spans(
     return chunks
 
 
-def _refine(
-    text: str, s: int, e: int, level: int, splitters: Sequence[Splitter]
-) -> list[tuple[Span, int]] | None:
+def _refine(text: str, s: int, e: int, level: int, splitters: Sequence[Splitter]) -> list[tuple[Span, int]] | None:
     """The unit split by the first splitter (from `level` on) that yields more than one piece."""
     for index in range(level, len(splitters)):
         pieces = splitters[index](text, s, e)

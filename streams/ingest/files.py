@@ -131,9 +131,7 @@ def _docling_pages(path: Path) -> list[str]:
     return _pages_from_text(markdown)
 
 
-def _json_document(
-    path: Path, data: dict[str, Any], doc_type: DocType | None, amendment: int
-) -> list[PageEvent]:
+def _json_document(path: Path, data: dict[str, Any], doc_type: DocType | None, amendment: int) -> list[PageEvent]:
     pages = data.get("pages")
     if not isinstance(pages, list) or not pages:
         raise IngestError("JSON document needs a non-empty 'pages' list (seed 004 §1)")

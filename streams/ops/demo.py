@@ -42,9 +42,13 @@ def run_demo(
             publish_pages(pipeline.settings, pages)
             collector = Collector(pipeline.settings)
             with Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                console=console, transient=True,
-            ) as progress:  # fmt: skip
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            ) as progress:
                 task = progress.add_task("documents chunked x strategies", total=len(docs) * len(chosen))
 
                 def show(result) -> None:

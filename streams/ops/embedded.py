@@ -24,9 +24,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(
-    port: int, timeout: float, proc: subprocess.Popen | None = None, log: Path | None = None
-) -> None:
+def wait_for_port(port: int, timeout: float, proc: subprocess.Popen | None = None, log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -103,9 +101,17 @@ def broker(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
     """noida-db speaking the Kafka protocol (pinned 0.2.3), on its own port and data directory."""
     port = port or free_port()
     args = [
-        _binary("noida-db"), "start", "--only", "kafka", "--kafka-port", str(port),
-        "--host", "127.0.0.1", "--data-dir", str(data_dir / "noida"),
-    ]  # fmt: skip
+        _binary("noida-db"),
+        "start",
+        "--only",
+        "kafka",
+        "--kafka-port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--data-dir",
+        str(data_dir / "noida"),
+    ]
     return EmbeddedProcess("broker", args, port, data_dir)
 
 

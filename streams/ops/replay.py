@@ -31,13 +31,18 @@ def parse_from(value: str) -> int | None:
 def reset_offsets(settings: Settings, strategy: str, start: str = "earliest") -> dict[int, int]:
     """Commit the group's new positions; returns partition -> offset."""
     topic = settings.topics.documents
-    consumer = Consumer({**client_config(settings), "group.id": group_id(f"chunker-{strategy}"), "enable.auto.commit": False})
+    consumer = Consumer(
+        {**client_config(settings), "group.id": group_id(f"chunker-{strategy}"), "enable.auto.commit": False}
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = sorted(metadata.partitions)
         when = parse_from(start)
         if when is None:
-            offsets = [TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0]) for p in partitions]
+            offsets = [
+                TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0])
+                for p in partitions
+            ]
         else:
             found = consumer.offsets_for_times([TopicPartition(topic, p, when) for p in partitions], timeout=10)
             offsets = []

@@ -27,9 +27,7 @@ def subject_for(settings: Settings, topic: str) -> str | None:
 
 def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str, Any]:
     if value and is_avro(value):
-        for candidate in (
-            [subject] if subject else ["chunk_record", "assembled_document", "dead_letter", "page_event"]
-        ):
+        for candidate in [subject] if subject else ["chunk_record", "assembled_document", "dead_letter", "page_event"]:
             try:
                 return codec.decode(candidate, value)
             except AvroDecodeError:
@@ -41,9 +39,7 @@ def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str,
         return {"undecodable": value[:200].decode("utf-8", "replace") if value else ""}
 
 
-def tail_topic(
-    settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0
-) -> Iterator[dict[str, Any]]:
+def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
     """All records currently on `topic`, in partition order, stopping when idle for `idle_timeout`."""
     codec = AvroCodec(settings.schema_registry_url)
     consumer = Consumer(
@@ -61,9 +57,7 @@ def tail_topic(
         if metadata is None or metadata.error is not None:
             raise ValueError(f"topic {topic!r} does not exist on {settings.broker}")
         partitions = sorted(metadata.partitions)
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
-        }
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         remaining = {p for p, end in ends.items() if end > 0}
         subject = subject_for(settings, topic)

@@ -49,9 +49,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
         specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**COMPACTED, **big}))
     for strategy in STRATEGIES:
-        specs.append(
-            TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**COMPACTED, **big})
-        )
+        specs.append(TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**COMPACTED, **big}))
     return specs
 
 

@@ -43,19 +43,12 @@ class LanceTarget:
         if not rows:
             return
         data = [{**row.metadata(), "vector": row.values} for row in rows]
-        (
-            self.table.merge_insert("chunk_id")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute(data)
-        )
+        (self.table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all().execute(data))
 
     def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
-            self.table.update(
-                where=f"chunk_id IN ({_sql_list(batch)})", values={"is_latest_version": is_latest}
-            )
+            self.table.update(where=f"chunk_id IN ({_sql_list(batch)})", values={"is_latest_version": is_latest})
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), 500):
@@ -68,9 +61,7 @@ class LanceTarget:
         where = "is_latest_version = true"
         if strategy:
             where += f" AND strategy = '{strategy.replace(chr(39), '')}'"
-        hits = (
-            self.table.search(list(vector)).metric("cosine").where(where, prefilter=True).limit(k).to_list()
-        )
+        hits = self.table.search(list(vector)).metric("cosine").where(where, prefilter=True).limit(k).to_list()
         return [
             Match(
                 h["chunk_id"],

@@ -42,9 +42,7 @@ def chunk_document(record: ChunkRecord) -> dict[str, Any]:
 class MongoSink:
     name = "mongo"
 
-    def __init__(
-        self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000
-    ):
+    def __init__(self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000):
         self.client: MongoClient = MongoClient(url, serverSelectionTimeoutMS=timeout_ms, tz_aware=True)
         self.collection: Collection = self.client[database][collection]
 

@@ -195,8 +195,7 @@ class PineconeTarget:
             return []
         if len(vector) != self.dimension:
             raise RuntimeError(
-                f"pinecone query failed: the vector has {len(vector)} values, the index expects "
-                f"{self.dimension}"
+                f"pinecone query failed: the vector has {len(vector)} values, the index expects {self.dimension}"
             )
         query_filter: dict[str, Any] = dict(LATEST_FILTER)
         if strategy is not None:

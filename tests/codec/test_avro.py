@@ -110,7 +110,9 @@ def test_every_current_schema_is_published_in_history() -> None:
     """A schema change must be snapshotted (streams schemas snapshot), so the next test covers it."""
     schemas = schema_set()
     published = {
-        subject: {SchemaSet.fingerprint(fastavro.parse_schema(json.loads(p.read_text()), named_schemas={})) for p in paths}
+        subject: {
+            SchemaSet.fingerprint(fastavro.parse_schema(json.loads(p.read_text()), named_schemas={})) for p in paths
+        }
         for subject, paths in history_files().items()
     }
     for subject, schema in schemas.current.items():
@@ -140,6 +142,8 @@ def test_a_new_optional_field_keeps_old_data_readable(tmp_path) -> None:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, fastavro.parse_schema(old), {"a": "x"})
     body = out.getvalue()
-    assert fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(old), fastavro.parse_schema(compatible)) == {"a": "x", "b": 7}
+    assert fastavro.schemaless_reader(
+        io.BytesIO(body), fastavro.parse_schema(old), fastavro.parse_schema(compatible)
+    ) == {"a": "x", "b": 7}
     with pytest.raises(fastavro.read.SchemaResolutionError):
         fastavro.schemaless_reader(io.BytesIO(body), fastavro.parse_schema(old), fastavro.parse_schema(breaking))

@@ -56,17 +56,31 @@ def test_conflicting_duplicate_kills_the_document_with_all_its_pages() -> None:
         (b"", "empty_message"),
         (raw_page(doc_id="", document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
         (raw_page(document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
-        (raw_page(doc_id="d", document_name="x", page_number=0, page_count=1, text="t"), "invalid_page_event"),
-        (raw_page(doc_id="d", document_name="x", page_number="one", page_count=1, text="t"), "invalid_page_event"),
+        (
+            raw_page(doc_id="d", document_name="x", page_number=0, page_count=1, text="t"),
+            "invalid_page_event",
+        ),
+        (
+            raw_page(doc_id="d", document_name="x", page_number="one", page_count=1, text="t"),
+            "invalid_page_event",
+        ),
         (raw_page(doc_id="d", document_name="x", page_number=3, page_count=2, text="t"), "page_out_of_range"),
-        (raw_page(doc_id="d", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"), "invalid_page_event"),
-        (raw_page(doc_id="d", document_name="x", page_number=1, page_count=10_000, text="t"), "document_too_large"),
+        (
+            raw_page(doc_id="d", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"),
+            "invalid_page_event",
+        ),
+        (
+            raw_page(doc_id="d", document_name="x", page_number=1, page_count=10_000, text="t"),
+            "document_too_large",
+        ),
         (json.dumps([1, 2]).encode(), "invalid_page_event"),
         (b"\xc3\x01" + b"\x00" * 12, "invalid_avro"),
     ],
 )
 def test_malformed_input_is_dead_with_its_bytes(raw: bytes, code: str) -> None:
-    assembler = Assembler({}, {}, Limits(max_pages=5_000), decode_avro=lambda b: (_ for _ in ()).throw(ValueError("bad avro")))
+    assembler = Assembler(
+        {}, {}, Limits(max_pages=5_000), decode_avro=lambda b: (_ for _ in ()).throw(ValueError("bad avro"))
+    )
     (dead,) = assembler.on_page(raw, 0, 0)
     assert dead.code == code and dead.reason and dead.pages == [raw]
 

@@ -1,12 +1,16 @@
-from streams.core.events import Element
 from streams.core.document import PAGE_SEPARATOR, assemble, build_stream, pages_for_range
+from streams.core.events import Element
 from tests.conftest import make_pages
 
 
 def test_stream_joins_pages_with_blank_line_and_maps_ranges() -> None:
     text, page_map = build_stream([(2, "second"), (1, "first page"), (3, "")])
     assert text == "first page\n\nsecond\n\n\n\n"
-    assert [(p.page_number, p.start_char, p.end_char) for p in page_map] == [(1, 0, 12), (2, 12, 20), (3, 20, 22)]
+    assert [(p.page_number, p.start_char, p.end_char) for p in page_map] == [
+        (1, 0, 12),
+        (2, 12, 20),
+        (3, 20, 22),
+    ]
     for span, body in zip(page_map, ["first page", "second", ""], strict=True):
         assert text[span.start_char : span.end_char] == body + PAGE_SEPARATOR
 

@@ -14,8 +14,7 @@ SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpora"
 def test_markdown_keeps_headings_and_tables(tmp_path: Path) -> None:
     source = tmp_path / "note.md"
     source.write_text(
-        "# Depot Report\n\n## Fleet\n\nThe depot runs nine buses.\n\n"
-        "| Route | Buses |\n|---|---|\n| 4 | 5 |\n",
+        "# Depot Report\n\n## Fleet\n\nThe depot runs nine buses.\n\n| Route | Buses |\n|---|---|\n| 4 | 5 |\n",
         encoding="utf-8",
     )
     document = docling_document_from_file(source)

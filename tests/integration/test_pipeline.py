@@ -54,14 +54,10 @@ def bad_inputs() -> dict[str, list[tuple[bytes, bytes]]]:
             (b"t", raw_page(doc_id="t", document_name="x", page_number="1", page_count=[1], text="types")),
             (
                 b"k",
-                raw_page(
-                    doc_id="k", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"
-                ),
+                raw_page(doc_id="k", document_name="x", page_number=1, page_count=1, text="t", doc_type="memo"),
             ),
         ],
-        "page_out_of_range": [
-            (b"r", raw_page(doc_id="r", document_name="x", page_number=5, page_count=2, text="x"))
-        ],
+        "page_out_of_range": [(b"r", raw_page(doc_id="r", document_name="x", page_number=5, page_count=2, text="x"))],
         "page_too_large": [
             (
                 b"big",
@@ -89,8 +85,8 @@ def bad_inputs() -> dict[str, list[tuple[bytes, bytes]]]:
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One run: good documents shuffled with duplicates, hostile input between them, an incomplete document."""
-    from tests.integration.conftest import pipeline_settings
     from streams.ops.pipeline import LocalPipeline
+    from tests.integration.conftest import pipeline_settings
 
     docs = good_documents()
     good = [(p.doc_id.encode(), p.model_dump_json().encode()) for pages in docs for p in pages]
@@ -108,7 +104,7 @@ def first_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         collector = Collector(pipeline.settings)
         expected_dead = sum(len(v) for v in bad.values()) + len(incomplete_sent)
         doc_keys = [(pages[0].doc_id, 0) for pages in docs]
-        result = collector.wait(doc_keys + [("incomplete", 0)], ["window"], timeout=120, settle=1.0)
+        result = collector.wait([*doc_keys, ("incomplete", 0)], ["window"], timeout=120, settle=1.0)
         while len(result.dead) < expected_dead:
             if not collector.poll(1.0):
                 break
@@ -136,9 +132,7 @@ def test_every_kind_of_bad_input_is_dead_lettered_with_reason_and_bytes(first_ru
         for _key, value in messages:
             if code not in ("conflicting_duplicate", "page_count_changed"):
                 assert value in values, f"{code}: original bytes missing"
-        assert all(
-            d.reason and d.stage == "assembly" and d.source_topic == "pages.cleaned" for d in by_code[code]
-        )
+        assert all(d.reason and d.stage == "assembly" and d.source_topic == "pages.cleaned" for d in by_code[code])
     assert len(first_run["bad"]) >= 10
     conflict = [d for d in by_code["conflicting_duplicate"] if d.doc_id == "conflict"]
     assert len(conflict) == 2  # the first page and the clashing one, both kept
@@ -161,9 +155,7 @@ def test_second_run_gives_byte_identical_ids_and_checksums(first_run: dict, run_
     collector = Collector(pipeline.settings)
     second = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=120)
     collector.close()
-    first_ids = sorted(
-        (r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-")
-    )
+    first_ids = sorted((r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-"))
     second_ids = sorted((r.chunk_id, r.checksum) for r in second.records())
     assert first_ids == second_ids
     assert json.dumps(first_ids)  # ids are plain strings, printable by `streams tail --json`

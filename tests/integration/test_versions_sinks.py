@@ -26,9 +26,7 @@ STRATEGY = "section"  # unchanged sections keep their text, so the amendment sho
 
 def rfp_versions() -> tuple[list, list]:
     paths = {p.name: p for p in sample_paths()}
-    return page_events(paths["rfp_harbor_bridge_issued.md"]), page_events(
-        paths["rfp_harbor_bridge_amendment1.md"]
-    )
+    return page_events(paths["rfp_harbor_bridge_issued.md"]), page_events(paths["rfp_harbor_bridge_amendment1.md"])
 
 
 class Sinks:
@@ -66,9 +64,7 @@ def embedder():
     return Embedder()
 
 
-def run_amendments(
-    tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: bool = False
-) -> dict:
+def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: bool = False) -> dict:
     issued, amended = rfp_versions()
     versions = {0: issued, 1: amended}
     settings = pipeline_settings(tmp)
@@ -86,8 +82,10 @@ def run_amendments(
                 if redeliver:  # the same pages again: identical duplicates of finished documents are no-ops
                     publish_pages(settings, issued + amended)
                 records = collector.result.records()
-                expected = {0: {r.chunk_id for r in records if r.amendment_number == 0},
-                            1: {r.chunk_id for r in records if r.amendment_number == 1}}  # fmt: skip
+                expected = {
+                    0: {r.chunk_id for r in records if r.amendment_number == 0},
+                    1: {r.chunk_id for r in records if r.amendment_number == 1},
+                }
                 total = len(expected[0]) + len(expected[1])
                 embeddable = {r.chunk_id for r in records if not is_table(r)}
                 latest_vectors = len(expected[1] & embeddable)
@@ -105,9 +103,7 @@ def run_amendments(
                     role = f"chunker:{STRATEGY}"
                     pipeline.stop_worker(role)
                     reset_offsets(pipeline.settings, STRATEGY, "earliest")
-                    pipeline.settings = pipeline.settings.model_copy(
-                        update={"chunker_version": "9.9.9-replay"}
-                    )
+                    pipeline.settings = pipeline.settings.model_copy(update={"chunker_version": "9.9.9-replay"})
                     pipeline.start_worker(role)
                     sinks.wait_for(lambda: sinks.mongo.count(chunker_version="9.9.9-replay") == total)
                     replayed = Collector(settings)
@@ -170,8 +166,10 @@ def test_mongo_keeps_full_text_and_vectors_keep_minimal_metadata(forward: dict) 
 
 def test_unchanged_chunks_are_not_re_embedded(forward: dict) -> None:
     records = [r for r in forward["records"] if r.chunk_id in forward["embeddable"]]
-    hashes = {0: {r.content_hash for r in records if r.amendment_number == 0},
-              1: {r.content_hash for r in records if r.amendment_number == 1}}  # fmt: skip
+    hashes = {
+        0: {r.content_hash for r in records if r.amendment_number == 0},
+        1: {r.content_hash for r in records if r.amendment_number == 1},
+    }
     unchanged = hashes[0] & hashes[1]
     assert len(unchanged) > len(hashes[1] - hashes[0]), "the amendment changes a few lines only"
     stats = forward["stats"]

@@ -221,9 +221,7 @@ class PineconeIndexDouble:
             raise bad_request(f"{what} values must be an array of numbers")
         dim = dimension if dimension is not None else self.state.dimension
         if dim is not None and len(values) != dim:
-            raise bad_request(
-                f"Vector dimension {len(values)} does not match the dimension of the index {dim}"
-            )
+            raise bad_request(f"Vector dimension {len(values)} does not match the dimension of the index {dim}")
         return [float(v) for v in values]
 
     def upsert(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -240,9 +238,7 @@ class PineconeIndexDouble:
                 raise bad_request("each vector needs a non-empty string id")
             values = self._values(vector.get("values"), f"vector {vector['id']}", dimension)
             dimension = len(values)  # the first upsert fixes an unset dimension
-            prepared.append(
-                {"id": vector["id"], "values": values, "metadata": clean_metadata(vector.get("metadata"))}
-            )
+            prepared.append({"id": vector["id"], "values": values, "metadata": clean_metadata(vector.get("metadata"))})
         self.state.dimension = dimension
         store = self.state.namespaces.setdefault(ns, {})
         for vector in prepared:  # a batch is all-or-nothing: validated above, written here
@@ -389,9 +385,7 @@ class PineconeIndexDouble:
             "name": self.state.index_name,
             "host": self.state.host,
             "status": {"ready": True, "state": "Ready"},
-            "schema": {
-                "fields": {"values": {"type": "dense_vector", "dimension": dimension, "metric": "cosine"}}
-            },
+            "schema": {"fields": {"values": {"type": "dense_vector", "dimension": dimension, "metric": "cosine"}}},
             "deployment": {"deployment_type": "managed", "cloud": "aws", "region": "us-east-1"},
             "deletion_protection": "disabled",
             "dimension": dimension,

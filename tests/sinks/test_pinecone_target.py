@@ -65,9 +65,7 @@ def test_satisfies_the_protocol(target: PineconeTarget) -> None:
     assert checked.count() == 0
 
 
-def test_upsert_sends_the_rest_shape_and_auth_headers(
-    target: PineconeTarget, pinecone_double: Served
-) -> None:
+def test_upsert_sends_the_rest_shape_and_auth_headers(target: PineconeTarget, pinecone_double: Served) -> None:
     _, key, state = pinecone_double
     target.upsert([row("a", [1.0, 0.0, 0.0, 0.0]), row("b", [0.0, 1.0, 0.0, 0.0])])
 
@@ -157,9 +155,7 @@ def test_set_latest_patches_only_the_flag(target: PineconeTarget, pinecone_doubl
 
 
 @pytest.mark.parametrize("status", [200, 404])
-def test_set_latest_on_a_missing_id_is_ignored(
-    target: PineconeTarget, pinecone_double: Served, status: int
-) -> None:
+def test_set_latest_on_a_missing_id_is_ignored(target: PineconeTarget, pinecone_double: Served, status: int) -> None:
     _, _, state = pinecone_double
     state.update_missing_status = status
     target.upsert([row("a", unit(1))])

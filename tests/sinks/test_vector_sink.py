@@ -88,7 +88,7 @@ def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Pa
                 superseded_by=1,
             )
             for r in v0
-        ]  # fmt: skip
+        ]
     )
     embeddable = [r for r in v1 if not r.metadata.get("is_table")]
     assert target.count(latest_only=True) == len(embeddable)
@@ -104,10 +104,25 @@ def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Pa
 def test_a_flip_before_its_chunk_still_wins(target, tmp_path: Path) -> None:
     sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder())
     v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
-    sink.apply_status([ChunkStatus(chunk_id=v0[0].chunk_id, doc_id="doc", strategy="section",
-                                   amendment_number=0, is_latest_version=False)])  # fmt: skip
-    sink.apply_status([ChunkStatus(chunk_id=v0[1].chunk_id, doc_id="doc", strategy="section",
-                                   amendment_number=0, is_latest_version=False, retired=True)])  # fmt: skip
+    sink.apply_status(
+        [
+            ChunkStatus(
+                chunk_id=v0[0].chunk_id, doc_id="doc", strategy="section", amendment_number=0, is_latest_version=False
+            )
+        ]
+    )
+    sink.apply_status(
+        [
+            ChunkStatus(
+                chunk_id=v0[1].chunk_id,
+                doc_id="doc",
+                strategy="section",
+                amendment_number=0,
+                is_latest_version=False,
+                retired=True,
+            )
+        ]
+    )
     sink.write_chunks(v0)
     assert target.count() == len(v0) - 1  # the retired one never lands
     assert target.count(latest_only=True) == len(v0) - 2

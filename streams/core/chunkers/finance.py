@@ -112,9 +112,7 @@ _NOT_NAMES = frozenset(
 )
 _UNIDENTIFIED = re.compile(r"^(unidentified|unknown)\s+[a-z ]+$", re.I)
 _PAGE_NUMBER = re.compile(r"^(page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(\s*(of|/)\s*\d{1,4})?$", re.I)
-_NUM_CELL = re.compile(
-    r"\(?[$€£]?[-–+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?x?|[—–-]|n/?m|nm|%|\*{1,3}|bps|pts|pp", re.I
-)
+_NUM_CELL = re.compile(r"\(?[$€£]?[-–+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?x?|[—–-]|n/?m|nm|%|\*{1,3}|bps|pts|pp", re.I)
 _UNITS = re.compile(r"\b(?:in|dollars in|amounts in)\s+(thousands|millions|billions)\b", re.I)
 _DOC_LABEL = re.compile(r"^(news|press|earnings) release$|^for immediate release$", re.I)
 _BULLET = re.compile(r"^\s*([•·▪◦●○\-–*]|\d{1,2}[.)])\s+")
@@ -467,11 +465,7 @@ def _turn_block(name: str, line: str, span: Span, roster: _Roster, operator_text
     if executive and analyst != name:
         block.speaker, block.role = executive, roster.executives[executive]
         return block
-    if (
-        analyst
-        or prefix == "Q"
-        or (in_qa and prefix != "A" and not re.match(r"(?i)unidentified company", name))
-    ):
+    if analyst or prefix == "Q" or (in_qa and prefix != "A" and not re.match(r"(?i)unidentified company", name)):
         block.is_analyst, block.role = True, "Analyst"
         block.speaker = analyst or name
         block.firm = roster.analysts.get(analyst or "", "") or _firm_from_operator(operator_text, name)
@@ -578,9 +572,7 @@ def _release_blocks(ctx: _Context) -> list[_Block]:
         s, e = lines[index]
         line = text[s:e]
         if _is_heading_line(line) and index + 1 < len(lines) and not flags[index + 1]:
-            blocks.append(
-                _Block("heading", s, e, title=" ".join(line.split()), level=1 if line.isupper() else 2)
-            )
+            blocks.append(_Block("heading", s, e, title=" ".join(line.split()), level=1 if line.isupper() else 2))
             index += 1
             continue
         para = blocks[-1] if blocks and blocks[-1].kind == "para" and blocks[-1].title == "open" else None
@@ -668,9 +660,7 @@ def _caption_like(line: str) -> bool:
     return not all(w.lower() in _MONTHS or w.lower() in _PERIOD_WORDS for w in words)
 
 
-_PERIOD_WORDS = frozenset(
-    {"three", "six", "nine", "twelve", "months", "weeks", "ended", "ending", "quarter", "year"}
-)
+_PERIOD_WORDS = frozenset({"three", "six", "nine", "twelve", "months", "weeks", "ended", "ending", "quarter", "year"})
 
 
 def _units(blob: str) -> str:
@@ -714,16 +704,12 @@ def _element_blocks(ctx: _Context) -> list[_Block]:
         if kind in ("page_header", "page_footer", "page_number"):
             continue
         page_range = pages.get(element.page_number or 1, (0, len(doc.text)))
-        needle = (
-            element.text or element.title or (element.rows[0][0] if element.rows and element.rows[0] else "")
-        )
+        needle = element.text or element.title or (element.rows[0][0] if element.rows and element.rows[0] else "")
         s, e = _locate(doc.text, needle, cursor, page_range)
         cursor = max(cursor, e)
         if kind == "section_header":
             title = " ".join((element.text or element.title or "").split())
-            in_qa = bool(re.search(r"(?i)q ?& ?a|question", title)) or (
-                in_qa and not _REMARKS_HEADER.match(title)
-            )
+            in_qa = bool(re.search(r"(?i)q ?& ?a|question", title)) or (in_qa and not _REMARKS_HEADER.match(title))
             blocks.append(_Block("heading", s, e, title=title, level=element.level or 1))
         elif kind == "speaker_segment":
             blocks.append(_element_turn(element, s, e, in_qa))
@@ -803,9 +789,7 @@ def _merge_pleasantries(text: str, pairs: list[_Pair]) -> list[_Pair]:
     carry: _Pair | None = None
     for pair in pairs:
         if carry is not None and carry.question.speaker == pair.question.speaker:
-            pair = _Pair(
-                carry.start, pair.question, [*carry.answers, *pair.answers], [*carry.lead, carry.question]
-            )
+            pair = _Pair(carry.start, pair.question, [*carry.answers, *pair.answers], [*carry.lead, carry.question])
             carry = None
         elif carry is not None:
             out.append(carry)
@@ -878,9 +862,7 @@ class FinanceChunker(Chunker):
             drafts = self._slides(ctx)
         else:
             blocks = _element_blocks(ctx) if doc.elements else _release_blocks(ctx)
-            bounds = (
-                (self.press_min, self.press_max) if kind == "press" else (self.min_tokens, self.max_tokens)
-            )
+            bounds = (self.press_min, self.press_max) if kind == "press" else (self.min_tokens, self.max_tokens)
             drafts = self._narrative(ctx, blocks, *bounds)
         return [self._finalise(ctx, d, order) for order, d in enumerate(drafts)]
 
@@ -1127,9 +1109,7 @@ class FinanceChunker(Chunker):
         for row in body_rows[: self.synopsis_rows]:
             cells = [" ".join(c.split()) for c in row if c.strip()]
             if cells:
-                lines.append(
-                    "- " + ": ".join([cells[0], " | ".join(cells[1:])]) if len(cells) > 1 else "- " + cells[0]
-                )
+                lines.append("- " + ": ".join([cells[0], " | ".join(cells[1:])]) if len(cells) > 1 else "- " + cells[0])
         if len(body_rows) > self.synopsis_rows:
             lines.append(f"({len(body_rows)} rows in total)")
         return "\n".join(lines)
@@ -1154,9 +1134,7 @@ class FinanceChunker(Chunker):
                 s0, e0 = (lines[0][0], lines[-1][1]) if lines else (start, start)
                 drafts.append(
                     ChunkDraft(
-                        text="\n".join(
-                            [f"Slide: {title}", *(f"- {' '.join(b.split())}" for b in bullets if b)]
-                        ),
+                        text="\n".join([f"Slide: {title}", *(f"- {' '.join(b.split())}" for b in bullets if b)]),
                         char_start=s0,
                         char_end=e0,
                         section_path=(title,) if title else (),

@@ -58,9 +58,7 @@ _LABEL_HEADING = re.compile(
 _NUMBERED_HEADING = re.compile(r"^((?:[A-Z]\.)?(?:\d{1,3}\.)*\d{1,3})\.?\)?\s+([A-Z][^\n]*)$")
 _BOLD_LEAD = re.compile(r"\s*\*\*([^*\n]{2,120}?)\*\*")  # used with match(text, pos): anchored at pos
 _SETEXT_RULE = re.compile(r"^(=+|-+)$")
-_ENUMERATED = re.compile(
-    r"^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s|^[A-Z]\.\s|^(SECTION|ARTICLE|PART)\b", re.I
-)
+_ENUMERATED = re.compile(r"^(?:[A-Z]\.)?\d{1,3}(?:\.\d{1,3})*\.?\s|^[A-Z]\.\s|^(SECTION|ARTICLE|PART)\b", re.I)
 _LETTERED_HEADING = re.compile(r"^([A-Z])\.\s+([A-Z][^\n]*)$")
 _NUMERIC_CELL = re.compile(r"^[($\-–]?\$?\s?\d[\d,]*(\.\d+)?%?\)?$")
 _CLIN_ROW = re.compile(r"^\s*(CLIN\s*)?\d{4}[A-Z]{0,2}\b")
@@ -278,9 +276,7 @@ def _segments(text: str, start: int, end: int) -> list[tuple[Span, bool]]:
             index += 1
             continue
         run_end = index
-        while run_end + 1 < len(lines) and (
-            lines[run_end + 1][2] or not text[slice(*lines[run_end + 1][:2])].strip()
-        ):
+        while run_end + 1 < len(lines) and (lines[run_end + 1][2] or not text[slice(*lines[run_end + 1][:2])].strip()):
             run_end += 1
         while not lines[run_end][2]:
             run_end -= 1
@@ -347,11 +343,7 @@ class SectionChunker(Chunker):
         if len(segments) == 1 and not segments[0][1] and count(text[whole[0] : whole[1]]) <= self.max_tokens:
             return [(whole, False, False)]
         for (s, e), is_table in segments:
-            units = (
-                [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]]
-                if is_table
-                else paragraph_spans(text, s, e)
-            )
+            units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
             for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens):
                 out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece)))
         return out

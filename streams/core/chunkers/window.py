@@ -17,9 +17,7 @@ class WindowChunker(Chunker):
     version = "1.0.0"
     metadata_record = "streams.meta.WindowMetadata"
 
-    def __init__(
-        self, tokenizer: Tokenizer, chunk_size_words: int = 250, chunk_overlap_words: int = 50
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, chunk_size_words: int = 250, chunk_overlap_words: int = 50) -> None:
         super().__init__(tokenizer)
         if chunk_size_words < 1 or not 0 <= chunk_overlap_words < chunk_size_words:
             raise ValueError("need chunk_size_words >= 1 and 0 <= overlap < size")

@@ -136,9 +136,7 @@ def test_one_qna_chunk_per_question_with_all_answers(chunker: FinanceChunker) ->
     # A greeting by management between the introduction and the question stays inside that pair's range.
     rafael = qna[-1]
     assert rafael.char_start <= text.index("Good morning, Rafael.") < rafael.char_end
-    assert "Good morning, Rafael" not in rafael.text and rafael.metadata["answer_speakers"] == [
-        "Priya Ramanathan"
-    ]
+    assert "Good morning, Rafael" not in rafael.text and rafael.metadata["answer_speakers"] == ["Priya Ramanathan"]
     for answer in ("Together the two orders", "Capital spending should step down", "grant timing push"):
         at = text.index(answer)
         assert sum(1 for r in qna if r.char_start <= at < r.char_end) == 1
@@ -166,17 +164,11 @@ def test_prepared_remarks_never_cross_a_speaker(chunker: FinanceChunker) -> None
     assert remarks[2].text.startswith("Speaker: Oskar Lindqvist (CEO)\n")
     assert remarks[3].metadata["role"] == "Executive Vice President and CFO"
     assert remarks[-1].section_path == ["Q&A"]
-    speaker_lines = {
-        m.start(): m.group(1) for m in re.finditer(r"(?m)^(Operator|[A-Z][a-z]+ [A-Z][a-z]+)$", text)
-    }
+    speaker_lines = {m.start(): m.group(1) for m in re.finditer(r"(?m)^(Operator|[A-Z][a-z]+ [A-Z][a-z]+)$", text)}
     for rec in remarks:
         inside = {name for at, name in speaker_lines.items() if rec.char_start <= at < rec.char_end}
         # Operator moderation right before closing remarks is covered by the range, never by the text.
-        allowed = (
-            {rec.metadata["speaker"], "Operator"}
-            if rec.section_path == ["Q&A"]
-            else {rec.metadata["speaker"]}
-        )
+        allowed = {rec.metadata["speaker"], "Operator"} if rec.section_path == ["Q&A"] else {rec.metadata["speaker"]}
         assert inside <= allowed, (rec.metadata["speaker"], inside)
     assert "That concludes" not in remarks[-1].text
 
@@ -198,9 +190,7 @@ def test_long_remarks_split_at_paragraphs_within_bounds(chunker: FinanceChunker)
     )
     doc = _doc([text], "transcript", name="rowan_2024_q4.txt")
     records = _records(chunker, doc)
-    alex = [
-        r for r in records if r.content_type == "prepared_remarks" and r.metadata["speaker"] == "Alex Rowan"
-    ]
+    alex = [r for r in records if r.content_type == "prepared_remarks" and r.metadata["speaker"] == "Alex Rowan"]
     assert len(alex) >= 3
     tokens = get_tokenizer()
     for rec in alex:
@@ -229,10 +219,7 @@ def test_deterministic_and_seed_chunk_id(chunker: FinanceChunker) -> None:
     for rec in first:
         meta = rec.metadata
         part = (
-            meta["speaker"]
-            or meta["qa_id"]
-            or meta["table_id"]
-            or (str(meta["slide_no"]) if meta["slide_no"] else "")
+            meta["speaker"] or meta["qa_id"] or meta["table_id"] or (str(meta["slide_no"]) if meta["slide_no"] else "")
         )
         if rec.content_type == "narrative":
             part = ""
@@ -353,9 +340,7 @@ def test_structured_transcript_elements(chunker: FinanceChunker) -> None:
         "Answer(s): Oskar Lindqvist: A little under $30 million.; "
         "Priya Ramanathan: Margins are in line with the segment."
     )
-    assert q2.metadata["firm"] == "Castlegate Partners" and q2.metadata["answer_speakers"] == [
-        "Oskar Lindqvist"
-    ]
+    assert q2.metadata["firm"] == "Castlegate Partners" and q2.metadata["answer_speakers"] == ["Oskar Lindqvist"]
     assert doc.text[q1.char_start : q1.char_end].startswith("How large")
     assert records[0].metadata["role"] == "CEO" and records[0].metadata["quarter"] == "2025-Q2"
 
@@ -395,9 +380,7 @@ def test_real_transcripts_attribute_every_speaking_analyst(chunker: FinanceChunk
         qa_part = text.split("Question-and-Answer Session", 1)[-1]
         for analyst in _roster_analysts(text):
             last = analyst.split()[-1].replace("’", "'")
-            speaks = re.search(
-                rf"(?m)^(?:Q\s+[-–]\s+)?[A-Z][\w.'’-]*(?:\s+\S+)*?\s+{re.escape(last)}\.?\s*$", qa_part
-            )
+            speaks = re.search(rf"(?m)^(?:Q\s+[-–]\s+)?[A-Z][\w.'’-]*(?:\s+\S+)*?\s+{re.escape(last)}\.?\s*$", qa_part)
             if speaks:
                 assert analyst.replace("’", "'") in named, (path.name, analyst)
         assert len(qna) >= len(named)
@@ -407,9 +390,7 @@ def test_real_transcripts_attribute_every_speaking_analyst(chunker: FinanceChunk
 
 
 def test_structured_release_elements(chunker: FinanceChunker) -> None:
-    page1 = (
-        "Financial Results\nRevenue was $812 million, up 9% YoY.\nSegment Results\nSensors grew 14%.\nPage 1"
-    )
+    page1 = "Financial Results\nRevenue was $812 million, up 9% YoY.\nSegment Results\nSensors grew 14%.\nPage 1"
     page2 = "Segment revenue table\nGuidance\nWe expect growth of 7% to 8%."
     elements = {
         0: [
@@ -430,9 +411,7 @@ def test_structured_release_elements(chunker: FinanceChunker) -> None:
             Element(kind="paragraph", text="We expect growth of 7% to 8%."),
         ],
     }
-    doc = _doc(
-        [page1, page2], "release", name="nwi_release.pdf", elements=elements, metadata={"quarter": "2025-Q2"}
-    )
+    doc = _doc([page1, page2], "release", name="nwi_release.pdf", elements=elements, metadata={"quarter": "2025-Q2"})
     records = _records(chunker, doc)
     _check_common(doc, records)
     assert [(r.content_type, r.section_path) for r in records] == [
@@ -453,9 +432,7 @@ def test_structured_release_elements(chunker: FinanceChunker) -> None:
     text=st.lists(st.sampled_from(FUZZ_TOKENS), max_size=120).map("".join),
     doc_type=st.sampled_from(["transcript", "release", "slides", "press", "generic"]),
 )
-def test_any_text_gives_valid_ranges_or_chunking_error(
-    chunker: FinanceChunker, text: str, doc_type: str
-) -> None:
+def test_any_text_gives_valid_ranges_or_chunking_error(chunker: FinanceChunker, text: str, doc_type: str) -> None:
     doc = _doc([text], doc_type)
     try:
         drafts = chunker.chunk(doc)

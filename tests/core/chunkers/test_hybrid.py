@@ -143,9 +143,7 @@ def test_headings_from_upstream_elements() -> None:
 
 def test_contextualize_and_validate_follow_the_seed() -> None:
     context = ChunkContext(section_path="A > B", element_type="list_item", related_tables=["table-0"])
-    assert (
-        contextualize_chunk("body", context) == "[Section: A > B] [Type: list_item] [Refers to: table-0] body"
-    )
+    assert contextualize_chunk("body", context) == "[Section: A > B] [Type: list_item] [Refers to: table-0] body"
     assert contextualize_chunk("body", None) == "body"
     assert contextualize_chunk("body", ChunkContext()) == "body"
     with pytest.raises(ChunkingError):

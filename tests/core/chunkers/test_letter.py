@@ -30,11 +30,16 @@ def chunker() -> LetterChunker:
 def doc_of(name: str, pages: list[str], **meta: str):
     events = [
         PageEvent(
-            doc_id=name, document_name=name, page_number=i + 1, page_count=len(pages), text=t,
-            doc_type="letter", metadata=meta,
+            doc_id=name,
+            document_name=name,
+            page_number=i + 1,
+            page_count=len(pages),
+            text=t,
+            doc_type="letter",
+            metadata=meta,
         )
         for i, t in enumerate(pages)
-    ]  # fmt: skip
+    ]
     return assemble(events)
 
 
@@ -64,9 +69,7 @@ def test_every_fixture_passes_the_seed_gate(chunker, name):
         assert validate_summary(m["contextual_summary"], s["content"]) == []
         assert m["source_span"] == {
             "start_char": next(d.char_start for d in drafts if d.metadata["seed_chunk_id"] == s["chunk_id"]),
-            "end_char_exclusive": next(
-                d.char_end for d in drafts if d.metadata["seed_chunk_id"] == s["chunk_id"]
-            ),
+            "end_char_exclusive": next(d.char_end for d in drafts if d.metadata["seed_chunk_id"] == s["chunk_id"]),
         }
     assert coherence(seeds, [False] * len(seeds)) == [] or all(
         "mid-sentence" in p for p in coherence(seeds, [False] * len(seeds))
@@ -103,9 +106,7 @@ def test_classic_headers_signature_and_dot_leader_table(chunker):
     assert table["table_name"] == "The results of our mills over four years were as follows"
     assert table["rows"][1] == ["Mill sales", "$41,200", "$39,800", "$36,100"]
     assert table["row_count"] == len(table["rows"]) == 4
-    assert (
-        "weaving costs" in t2[0]["content"] and "over four years" in t2[0]["content"]
-    )  # lead-in + interpretation
+    assert "weaving costs" in t2[0]["content"] and "over four years" in t2[0]["content"]  # lead-in + interpretation
     parent = next(s for s in seeds if s["chunk_id"] == t2[0]["metadata"]["parent_chunk_id"])
     assert parent["metadata"]["child_chunk_ids"] == [t2[0]["chunk_id"]]
     assert f"[TABLE — see child chunk {t2[0]['chunk_id']}]" in parent["content"]
@@ -180,9 +181,7 @@ def test_merge_section_final_backward(chunker):
 
 
 def test_merge_header_forward(chunker):
-    text = (
-        f"Alpha Matters\n\n{para(1, 14)}\n\nBeta Matters\n\n{para(2, 3)}\n\nGamma Matters\n\n{para(3, 14)}\n"
-    )
+    text = f"Alpha Matters\n\n{para(1, 14)}\n\nBeta Matters\n\n{para(2, 3)}\n\nGamma Matters\n\n{para(3, 14)}\n"
     notes = [m["boundary_note"] for m in merges(chunker, text)]
     assert any("merged forward" in n and "header with fewer than 2 paragraphs" in n for n in notes)
 
@@ -194,15 +193,12 @@ def test_merge_follows_table_backward(chunker):
         f"{para(4, 37)}\n\nOmega Matters\n\n{para(7, 14)}\n"
     )
     metas = merges(chunker, text)
-    assert any(
-        "merged backward" in m["boundary_note"] and "follows a table" in m["boundary_note"] for m in metas
-    )
+    assert any("merged backward" in m["boundary_note"] and "follows a table" in m["boundary_note"] for m in metas)
 
 
 def test_merge_default_forward(chunker):
     text = (
-        f"Alpha Matters\n\n{para(1, 14)}\n\n* * *\n\n{para(2, 5)}\n\n{para(3, 37)}\n\n"
-        f"Omega Matters\n\n{para(5, 14)}\n"
+        f"Alpha Matters\n\n{para(1, 14)}\n\n* * *\n\n{para(2, 5)}\n\n{para(3, 37)}\n\nOmega Matters\n\n{para(5, 14)}\n"
     )
     metas = merges(chunker, text)
     assert any("merged forward" in m["boundary_note"] and "default" in m["boundary_note"] for m in metas)
@@ -236,9 +232,7 @@ def test_validate_summary_rules():
     text = "the quick brown fox jumps over the lazy dog every single morning"
     assert validate_summary("Berkshire's 1995 letter explains why GEICO's growth paid off.", text) == []
     assert "mentions a section" in validate_summary("This section covers GEICO in 1995.", text)
-    assert any(
-        "Buffett discusses" in p for p in validate_summary("Buffett discusses insurance in 1995.", text)
-    )
+    assert any("Buffett discusses" in p for p in validate_summary("Buffett discusses insurance in 1995.", text))
     assert "contains an ellipsis" in validate_summary("Berkshire grew... a lot in 1995.", text)
     assert "reads as a keyword list" in validate_summary("Insurance, earnings, business, float.", text)
     copied = "The quick brown fox jumps over the lazy dog every morning."

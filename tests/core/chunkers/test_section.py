@@ -159,8 +159,7 @@ def _long_section(n: int) -> str:
     paragraphs = []
     for i in range(n):
         body = " ".join(
-            f"Item {i}.{j}: the crew replaces fixture {i * 10 + j} on pole {j} and logs the reading in the "
-            "daily sheet."
+            f"Item {i}.{j}: the crew replaces fixture {i * 10 + j} on pole {j} and logs the reading in the daily sheet."
             for j in range(6)
         )
         if i % 3 == 0:
@@ -173,9 +172,7 @@ def test_token_bounds_except_last_piece(chunker: SectionChunker) -> None:
     doc = _doc([_long_section(40) + "\n\nSECTION 4: CLOSEOUT\n\nShort closing section."])
     records = _records(chunker, doc)
     tokens = get_tokenizer()
-    first_section = [
-        r for r in records if r.metadata["section_name"] == "SECTION 3: INSTALLATION REQUIREMENTS"
-    ]
+    first_section = [r for r in records if r.metadata["section_name"] == "SECTION 3: INSTALLATION REQUIREMENTS"]
     assert len(first_section) >= 4
     for rec in first_section:
         assert tokens.count(rec.text) == rec.token_count <= 600
@@ -223,9 +220,7 @@ def test_file_filter_decision() -> None:
     )
     assert file_filter_decision("SOW_template.docx") == (False, "excluded: file name contains 'template'")
     assert file_filter_decision("Vendor_Questionnaire.pdf")[0] is False
-    assert (
-        file_filter_decision("platform_performance_evaluation.pdf")[0] is True
-    )  # 'form' is a whole word only
+    assert file_filter_decision("platform_performance_evaluation.pdf")[0] is True  # 'form' is a whole word only
     assert file_filter_decision("site_photos.zip") == (
         False,
         "excluded: file name has none of the include keywords",
@@ -238,9 +233,7 @@ def test_avro_round_trip_and_determinism(chunker: SectionChunker) -> None:
     assert first == second
     codec = AvroCodec()
     for rec in first:
-        assert (
-            ChunkRecord(**codec.decode("chunk_record", codec.encode("chunk_record", rec.model_dump()))) == rec
-        )
+        assert ChunkRecord(**codec.decode("chunk_record", codec.encode("chunk_record", rec.model_dump()))) == rec
 
 
 def test_empty_document_and_registry(chunker: SectionChunker) -> None:

@@ -97,9 +97,7 @@ def test_sentence_spans_exact_offsets_abbreviations_decimals_and_blocks() -> Non
 def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
     encoding = get_tokenizer().encoding
     text = " ".join(f"word{i}" for i in range(3000))
-    pieces = split_span_by_tokens(
-        text, (0, len(text)), 100, encoding.encode_ordinary, encoding.decode_with_offsets
-    )
+    pieces = split_span_by_tokens(text, (0, len(text)), 100, encoding.encode_ordinary, encoding.decode_with_offsets)
     assert len(pieces) > 10
     assert all(len(encoding.encode_ordinary(text[s:e])) <= 100 for s, e in pieces)
     assert " ".join(text[s:e] for s, e in pieces) == text
@@ -108,9 +106,7 @@ def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
 # --- semantic -----------------------------------------------------------------------------------
 
 
-def test_semantic_percentile_breaks_at_topic_shifts(
-    embedder: Embedder, topics_doc: AssembledDocument
-) -> None:
+def test_semantic_percentile_breaks_at_topic_shifts(embedder: Embedder, topics_doc: AssembledDocument) -> None:
     chunker = SemanticChunker(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
     drafts = chunker.chunk(topics_doc)
     assert_exact_ranges(topics_doc, drafts)
@@ -167,9 +163,7 @@ def test_cluster_defaults_match_the_retrieval_target() -> None:
 
 
 @pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
-def test_pages_reattached_across_page_boundary(
-    embedder: Embedder, topics_doc: AssembledDocument, cls
-) -> None:
+def test_pages_reattached_across_page_boundary(embedder: Embedder, topics_doc: AssembledDocument, cls) -> None:
     chunker = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder)
     records = build_records(topics_doc, chunker, chunker.chunk(topics_doc))
     ash = topics_doc.text.index("Volcanic ash can ground")
@@ -194,9 +188,7 @@ def test_min_and_max_tokens_hold(embedder: Embedder, cls) -> None:
 
 
 @pytest.mark.parametrize("cls", [SemanticChunker, ClusterChunker])
-def test_deterministic_across_runs_and_cache_states(
-    embedder: Embedder, topics_doc: AssembledDocument, cls
-) -> None:
+def test_deterministic_across_runs_and_cache_states(embedder: Embedder, topics_doc: AssembledDocument, cls) -> None:
     first = cls(get_tokenizer(), min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
     embedder.clear_cache()
     fresh_batching = make_doc(["An unrelated opening page about tides and the moon."])  # different batch
@@ -209,9 +201,7 @@ def test_deterministic_across_runs_and_cache_states(
     ]
 
 
-def test_semantic_and_cluster_embed_each_sentence_once(
-    embedder: Embedder, topics_doc: AssembledDocument
-) -> None:
+def test_semantic_and_cluster_embed_each_sentence_once(embedder: Embedder, topics_doc: AssembledDocument) -> None:
     embedder.clear_cache()
     tokenizer = get_tokenizer()
     SemanticChunker(tokenizer, min_tokens=20, max_tokens=200, embedder=embedder).chunk(topics_doc)
@@ -251,9 +241,7 @@ def test_avro_round_trip(embedder: Embedder, topics_doc: AssembledDocument, cls)
         ["a\n" * 50],
     ],
 )
-def test_odd_input_never_raises_anything_but_chunking_error(
-    embedder: Embedder, cls, pages: list[str]
-) -> None:
+def test_odd_input_never_raises_anything_but_chunking_error(embedder: Embedder, cls, pages: list[str]) -> None:
     doc = make_doc(pages)
     chunker = cls(get_tokenizer(), embedder=embedder)
     try:

@@ -119,9 +119,7 @@ class LetterChunker(Chunker):
         except ChunkingError:
             raise
         except Exception as exc:  # any other failure is a bug, but the agent must still dead-letter it
-            raise ChunkingError(
-                f"letter chunker failed: {type(exc).__name__}: {exc}", "letter_internal"
-            ) from exc
+            raise ChunkingError(f"letter chunker failed: {type(exc).__name__}: {exc}", "letter_internal") from exc
 
 
 class _Run:
@@ -256,9 +254,7 @@ class _Run:
         glue_next = False
         for b in section.blocks:
             for part in self._sentence_parts(b) if b.kind == "para" else [b]:
-                if units and (
-                    glue_next or part.kind == "signature" or (part.kind == "table" and _colon(units[-1]))
-                ):
+                if units and (glue_next or part.kind == "signature" or (part.kind == "table" and _colon(units[-1]))):
                     units[-1].append(part)
                 else:
                     units.append([part])
@@ -294,9 +290,7 @@ class _Run:
                 cut = self._nearest_cut(units, tokens, T1_TARGET)
             chunk_units, units = units[:cut], units[cut:]
             label = f"S{section.major:02d}.{len(pieces) + 1}"
-            pieces.append(
-                Piece(section.major, section.title, section.hierarchy, chunk_units, sum(tokens[:cut]), label)
-            )
+            pieces.append(Piece(section.major, section.title, section.hierarchy, chunk_units, sum(tokens[:cut]), label))
         if pieces:
             pieces[-1].section_final = True
         return pieces
@@ -422,9 +416,7 @@ class _Run:
             meta = self._meta(t1_id, p, t1_text, start, end, titles, taken, tier=1)
             meta["child_chunk_ids"] = list(t2_ids)
             transform = "table_placeholder" if tables else None
-            draft = ChunkDraft(
-                t1_text, start, end, p.hierarchy, meta["content_type"], meta, (t1_id,), transform
-            )
+            draft = ChunkDraft(t1_text, start, end, p.hierarchy, meta["content_type"], meta, (t1_id,), transform)
             objects.append((meta, draft, p.blocks[-1].kind == "signature"))
             for table, t2_id in zip(tables, t2_ids, strict=True):
                 objects.append((*self._t2(table, t2_id, t1_id, p, titles, taken), False))

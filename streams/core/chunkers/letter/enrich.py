@@ -243,9 +243,7 @@ CONCEPTS: dict[str, tuple[str, ...]] = {
 MISTAKE_WORDS = re.compile(r"\b(?:mistakes?|errors?|wrong|blunder(?:s|ed)?|misjudg\w*)\b", re.I)
 FIRST_PERSON = re.compile(r"\b(?:I|we|my|our|me|us)\b", re.I)
 PRINCIPLE_WORDS = re.compile(r"\b(?:principles?|policy|policies|we believe)\b", re.I)
-ACTIONABLE = re.compile(
-    r"\b(?:should|must|will|never|always|prefer|insist|require|want|avoid|intend)\b", re.I
-)
+ACTIONABLE = re.compile(r"\b(?:should|must|will|never|always|prefer|insist|require|want|avoid|intend)\b", re.I)
 ACQUISITION = re.compile(r"\b(?:acqui\w+|merger|purchased? (?:of )?(?:all|\d+%))\b", re.I)
 LOGISTICS = re.compile(
     r"annual meeting|meeting will|hotel|airport|shuttle|designated[- ]contributions|proxy|"

@@ -10,13 +10,35 @@ from streams.core.chunkers.letter.layout import LIST_MARKER, ends_sentence
 
 REQUIRED_KEYS = {"chunk_id", "content", "metadata"}
 REQUIRED_META = {
-    "letter_year", "letter_date", "source_file", "section_title", "section_hierarchy",
-    "chunk_tier", "parent_chunk_id", "child_chunk_ids", "content_type", "contextual_summary",
-    "has_table", "table_data", "has_financial_data", "entities", "themes", "buffett_concepts",
-    "principles", "temporal_references", "cross_references", "retrieval_priority",
-    "abstraction_level", "token_count", "char_count", "source_span", "standalone_exception",
-    "exception_reason", "boundary_note", "merged_from",
-}  # fmt: skip
+    "letter_year",
+    "letter_date",
+    "source_file",
+    "section_title",
+    "section_hierarchy",
+    "chunk_tier",
+    "parent_chunk_id",
+    "child_chunk_ids",
+    "content_type",
+    "contextual_summary",
+    "has_table",
+    "table_data",
+    "has_financial_data",
+    "entities",
+    "themes",
+    "buffett_concepts",
+    "principles",
+    "temporal_references",
+    "cross_references",
+    "retrieval_priority",
+    "abstraction_level",
+    "token_count",
+    "char_count",
+    "source_span",
+    "standalone_exception",
+    "exception_reason",
+    "boundary_note",
+    "merged_from",
+}
 CHUNK_ID = re.compile(r"^\d{4}-S\d{2}-T[12]-\d{3}$")
 PLACEHOLDER = re.compile(r"^\[TABLE — see child chunk \d{4}-S\d{2}-T2-\d{3}\]$")
 MIN_TOKENS = 150
@@ -48,10 +70,7 @@ def invariants(chunk: dict[str, Any]) -> list[str]:
     if str(m["chunk_tier"]) != chunk["chunk_id"].split("-")[2][1:]:
         problems.append("chunk_tier does not match the T digit of chunk_id")
     span = m["source_span"]
-    if not (
-        span["start_char"] < span["end_char_exclusive"]
-        or span["start_char"] == span["end_char_exclusive"] == 0
-    ):
+    if not (span["start_char"] < span["end_char_exclusive"] or span["start_char"] == span["end_char_exclusive"] == 0):
         problems.append("source_span is empty or reversed")
     return problems
 

@@ -163,9 +163,7 @@ def classify_lines(lines: Sequence[Line], begin: int) -> None:
             ln.kind = "blank"
         elif s == PAGE_MARKER:
             ln.kind = "marker"
-        elif (PAGE_NUMBER.match(s) and ln.indent >= 8) or (
-            PAGE_NUMBER.match(s) and len(s) <= 3 and s.isdigit()
-        ):
+        elif (PAGE_NUMBER.match(s) and ln.indent >= 8) or (PAGE_NUMBER.match(s) and len(s) <= 3 and s.isdigit()):
             ln.kind = "pagenum"
         elif SEPARATOR.match(s):
             ln.kind = "separator"
@@ -217,11 +215,7 @@ def detect_headers(lines: Sequence[Line], begin: int) -> None:
             continue
         prev = lines[i - 1] if i - 1 >= begin else None
         nxt = lines[i + 1] if i + 1 < len(lines) else None
-        prev_ok = (
-            prev is None
-            or prev.kind in {"blank", "pagenum", "marker", "separator"}
-            or ends_sentence(prev.raw)
-        )
+        prev_ok = prev is None or prev.kind in {"blank", "pagenum", "marker", "separator"} or ends_sentence(prev.raw)
         if not prev_ok:
             continue
         if nxt is None or nxt.kind in {"blank", "marker", "pagenum"}:

@@ -66,7 +66,5 @@ def _phrase(name: str) -> str:
     words = name.rstrip(":.").split()
     text = " ".join(words[:10])
     return (
-        text[:1].lower() + text[1:]
-        if text[:2].istitle() or (text[:1].isupper() and not text[1:2].isupper())
-        else text
+        text[:1].lower() + text[1:] if text[:2].istitle() or (text[:1].isupper() and not text[1:2].isupper()) else text
     )
