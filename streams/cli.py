@@ -74,7 +74,12 @@ def chunk(
         doc = assemble(pages)
         records = build_records(doc, chunker, chunker.chunk(doc))
         if fmt == "seed":
-            seed_objects = getattr(sys.modules[type(chunker).__module__], "seed_objects", None)
+            import importlib
+
+            from streams.core.chunkers import STRATEGIES
+
+            module = importlib.import_module(STRATEGIES[strategy].split(":")[0])
+            seed_objects = getattr(module, "seed_objects", None)
             if seed_objects is None:
                 raise CliError(f"strategy {strategy!r} has no seed format")
             rows = seed_objects(records)

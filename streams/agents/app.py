@@ -212,6 +212,12 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     def run(raw: bytes) -> tuple[list[ChunkRecord], int]:
         """Records of one document and when its first page arrived (for the latency metric)."""
         doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
+        if strategy == "section" and doc.doc_type == "solicitation":
+            from streams.core.chunkers.section import file_filter_decision
+
+            allowed, why = file_filter_decision(doc.document_name)
+            if not allowed:  # seed 002's file filter, applied where chunks are published
+                raise ChunkingError(f"file filter excluded {doc.document_name!r}: {why}", code="filtered_out")
         return build_records(doc, chunker, chunker.chunk(doc)), doc.first_page_ms
 
     async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> None:
