@@ -91,7 +91,8 @@ def lag_table(report: dict):
 
     table = Table(title=f"consumer lag (total {report['total_lag']})")
     for column in ("group", "topic", "partition", "committed", "end", "lag"):
-        table.add_column(column, justify="right" if column in ("partition", "committed", "end", "lag") else "left")
+        numeric = column in ("partition", "committed", "end", "lag")
+        table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
     for row in report["partitions"]:
         table.add_row(
             row["group"],

@@ -1,0 +1,61 @@
+"""`streams up` in the foreground, driven from "another terminal": publish, lag, search, then Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ops.pipeline import sample_paths
+
+pytestmark = pytest.mark.integration
+
+
+def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path) -> None:
+    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
+    env.pop("STREAMS_BROKER", None)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "streams", "up", "--json", "-s", "window"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        first = json.loads(up.stdout.readline())
+        assert set(first) == {"broker", "mongo_url", "mongo_database", "mongo_collection", "vector_store"}
+        assert first["mongo_database"] == "streams" and first["mongo_collection"] == "chunks"
+        notes = next(p for p in sample_paths() if p.name == "field_notes.json")
+        published = cli("publish", str(notes), env=env)
+        assert published.returncode == 0, published.stderr
+        deadline = time.monotonic() + 240
+        hits: list[dict] = []
+        while time.monotonic() < deadline and not hits:
+            time.sleep(2)
+            found = cli("search", "how long does the dough rest before the salt goes in", "--k", "2", "--json", env=env)
+            if found.returncode == 0:
+                hits = [json.loads(line) for line in found.stdout.splitlines()]
+                hits = [h for h in hits if not h["text"].startswith("(text not in MongoDB")]
+        assert hits, "nothing searchable within the time limit"
+        assert hits[0]["doc_id"] == "field-notes-7" and hits[0]["page_numbers"]
+        assert "salt" in hits[0]["text"]
+        lag = json.loads(cli("lag", "--json", env=env).stdout)
+        assert "streams-chunker-window" in lag["totals"] and "streams-sink-mongo" in lag["totals"]
+    finally:
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(60)
+    assert up.returncode == 0
+    assert not (tmp_path / "var" / "up.json").exists()
