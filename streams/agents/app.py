@@ -148,7 +148,11 @@ def assembler_app(settings: Settings) -> faust.App:
                 m.TABLE_ENTRIES.labels("assembly-pages").set(len(pages))
             else:
                 m.RECORDS_IN.labels("assembler", message.topic).inc()
-                outcomes = assembler.on_page(event.value, message.partition, now_ms())
+                try:
+                    outcomes = assembler.on_page(event.value, message.partition, now_ms())
+                except Exception as exc:  # a bug must not stop assembly: the page is kept, loudly
+                    log.exception("assembler failed on a page")
+                    outcomes = [Dead("assembler_error", f"{type(exc).__name__}: {exc}", None, [event.value])]
             for outcome in outcomes:
                 if isinstance(outcome, Completed):
                     doc = outcome.document

@@ -105,6 +105,13 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
             raise BadInput("invalid_json", f"page is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise BadInput("invalid_page_event", f"page event must be a JSON object, got {type(data).__name__}")
+    try:  # JSON may smuggle lone surrogates (\ud800) that no UTF-8 consumer downstream can encode
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        doc_id = data.get("doc_id") if isinstance(data.get("doc_id"), str) else None
+        raise BadInput("invalid_text", f"text contains an unencodable character ({exc.reason})", doc_id) from exc
+    except (ValueError, RecursionError) as exc:
+        raise BadInput("invalid_page_event", f"page event cannot be re-encoded: {exc}") from exc
     doc_id = data.get("doc_id") if isinstance(data.get("doc_id"), str) else None
     try:
         page = PageEvent.model_validate(data)

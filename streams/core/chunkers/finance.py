@@ -1074,7 +1074,7 @@ class FinanceChunker(Chunker):
                     char_end=e,
                     section_path=path,
                     content_type="narrative",
-                    text_transform="section_preamble" if preamble else None,
+                    text_transform=_transform(preamble, body != text[s:e]),
                 )
             )
         return out
@@ -1242,3 +1242,9 @@ def _qualified_sentences(text: str, start: int, end: int) -> list[Span]:
         else:
             out.append((s, e))
     return out
+
+
+def _transform(preamble: str, cleaned: bool) -> str | None:
+    """Name what was done to the source slice: a preamble line, and/or headers dropped and whitespace cleaned."""
+    parts = (["section_preamble"] if preamble else []) + (["cleaned"] if cleaned else [])
+    return "+".join(parts) or None
