@@ -45,7 +45,7 @@ PIECES = st.sampled_from(
         "1999",
         "(12.5)",
         "%",
-    ]  # fmt: skip
+    ]
 )
 TEXT = st.lists(st.one_of(PIECES, st.text(max_size=12)), max_size=60).map(" ".join)
 

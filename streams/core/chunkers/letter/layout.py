@@ -29,7 +29,9 @@ DATE_LINE = re.compile(
     r"\s+\d{1,2},\s+\d{4}$"
 )
 # The seed names Berkshire's titles; any issuer's letter opening with the same table reads the same way.
-SP_TITLE = re.compile(r"\b[A-Z][\w&.-]*(?: [A-Z][\w&.-]*){0,3}[’']s\s+(?:Corporate\s+)?Performance\s+vs\.?\s+the\s+S&P\s+500")
+SP_TITLE = re.compile(
+    r"\b[A-Z][\w&.-]*(?: [A-Z][\w&.-]*){0,3}[’']s\s+(?:Corporate\s+)?Performance\s+vs\.?\s+the\s+S&P\s+500"
+)
 DOT_LEADER = re.compile(r"\.{3,}|(?:\.\s){3,}")
 NUMERIC_TOKEN = re.compile(r"^[\$(]*[-–]?\$?\.?\d[\d,.]*%?\)?%?\*?$")
 SENTENCE_PUNCT = re.compile(r"[A-Za-z)\]”\"’'][.?!](?:\s|$|[”\"’')])")
