@@ -122,9 +122,7 @@ def validate_chunk(text: str, word_count: int, page_num: int, context: ChunkCont
         raise ChunkingError("hybrid chunk has no words", "invalid_chunk")
     if context is not None:
         if context.page_nums and page_num not in context.page_nums:
-            raise ChunkingError(
-                f"primary page {page_num} not in context pages {context.page_nums}", "invalid_chunk"
-            )
+            raise ChunkingError(f"primary page {page_num} not in context pages {context.page_nums}", "invalid_chunk")
         if len(context.section_path) >= MAX_SECTION_PATH:
             raise ChunkingError(
                 f"section path too long ({len(context.section_path)} >= {MAX_SECTION_PATH})", "invalid_chunk"
@@ -142,9 +140,7 @@ def find_related_elements(text: str, prefix: str) -> list[str]:
 # --- DoclingDocument from blocks ----------------------------------------------------------------
 
 
-def build_docling_document(
-    doc: AssembledDocument, blocks: Sequence[Block]
-) -> tuple[DoclingDocument, dict[str, Block]]:
+def build_docling_document(doc: AssembledDocument, blocks: Sequence[Block]) -> tuple[DoclingDocument, dict[str, Block]]:
     """Docling items for the blocks, with page provenance and the stream charspan; ref -> block."""
     dl = DoclingDocument(name=doc.document_name or doc.doc_id)
     for span in doc.page_map:

@@ -60,9 +60,7 @@ def _heading_hints(doc: AssembledDocument) -> dict[str, int]:
     hints: dict[str, int] = {}
     for element in doc.elements:
         if element.kind.lower() in HEADING_ELEMENT_KINDS and element.text.strip():
-            level = (
-                0 if element.kind.lower() == "title" else element.level if element.level is not None else 1
-            )
+            level = 0 if element.kind.lower() == "title" else element.level if element.level is not None else 1
             hints[_norm(element.text)] = max(0, level)
     return hints
 
@@ -80,9 +78,7 @@ def _paragraph_blocks(text: str, start: int, end: int, page: int, hints: dict[st
     return out
 
 
-def _take(
-    text: str, lines: list[tuple[int, int]], i: int, page: int, hints: dict[str, int], out: list[Block]
-) -> int:
+def _take(text: str, lines: list[tuple[int, int]], i: int, page: int, hints: dict[str, int], out: list[Block]) -> int:
     """Consume the block starting at line i; return the index of the next unconsumed line."""
     s, e = lines[i]
     line = text[s:e]
@@ -93,9 +89,7 @@ def _take(
         j = min(j, len(lines) - 1)
         out.append(Block("code", s, lines[j][1], page, text[s : lines[j][1]]))
         return j + 1
-    heading = _heading(
-        line, standalone=len(lines) == 1 or i == 0, next_line=_line(text, lines, i + 1), hints=hints
-    )
+    heading = _heading(line, standalone=len(lines) == 1 or i == 0, next_line=_line(text, lines, i + 1), hints=hints)
     if heading is not None:
         level, title = heading
         out.append(Block("heading", s, e, page, title, level=level))
@@ -155,9 +149,7 @@ def _plain(text: str, lines: list[tuple[int, int]], j: int, hints: dict[str, int
     return not (_is_aligned_row(line) and nxt is not None and _is_aligned_row(nxt))
 
 
-def _heading(
-    line: str, standalone: bool, next_line: str | None, hints: dict[str, int]
-) -> tuple[int, str] | None:
+def _heading(line: str, standalone: bool, next_line: str | None, hints: dict[str, int]) -> tuple[int, str] | None:
     """(level, title) when the line is a heading: 0 title, 1 section, 2 subsection..."""
     md = _MD_HEADING.match(line)
     if md:

@@ -107,9 +107,7 @@ class _SentenceEmbeddingChunker(Chunker):
         """Strategy-specific grouping; returns the groups and the threshold actually applied."""
         raise NotImplementedError
 
-    def _split_oversized(
-        self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter
-    ) -> list[_Group]:
+    def _split_oversized(self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter) -> list[_Group]:
         out: list[_Group] = []
         for g in groups:
             if counter(units[g.first][0], units[g.last][1]) <= self.max_tokens:
@@ -167,19 +165,13 @@ class _SentenceEmbeddingChunker(Chunker):
         best: tuple[int, int] | None = None
         for k in range(a.first + 1, b.last + 1):
             left, right = tokens(_Group(a.first, k - 1, "")), tokens(_Group(k, b.last, ""))
-            if (
-                left <= self.max_tokens
-                and right <= self.max_tokens
-                and (best is None or min(left, right) > best[0])
-            ):
+            if left <= self.max_tokens and right <= self.max_tokens and (best is None or min(left, right) > best[0]):
                 best = (min(left, right), k)
         if best is None or best[0] <= min(tokens(a), tokens(b)):
             return [a, b]
         return [_Group(a.first, best[1] - 1, "rebalanced"), _Group(best[1], b.last, b.reason)]
 
-    def _draft(
-        self, text: str, units: Sequence[Span], vectors: np.ndarray, g: _Group, threshold: float
-    ) -> ChunkDraft:
+    def _draft(self, text: str, units: Sequence[Span], vectors: np.ndarray, g: _Group, threshold: float) -> ChunkDraft:
         start, end = units[g.first][0], units[g.last][1]
         inner = vectors[g.first : g.last + 1]
         sims = _round(np.einsum("ij,ij->i", inner[:-1], inner[1:])) if len(inner) > 1 else None
@@ -335,14 +327,11 @@ def _hard_split(tokenizer: Tokenizer, text: str, span: Span, max_tokens: int) ->
     """Split an over-long sentence by tokens (tiktoken offsets) or, for other tokenizers, by words."""
     encoding = getattr(tokenizer, "encoding", None)
     if encoding is not None and hasattr(encoding, "decode_with_offsets"):
-        return split_span_by_tokens(
-            text, span, max_tokens, encoding.encode_ordinary, encoding.decode_with_offsets
-        )
+        return split_span_by_tokens(text, span, max_tokens, encoding.encode_ordinary, encoding.decode_with_offsets)
     words = [m.span() for m in re.finditer(r"\S+", text[span[0] : span[1]])]
     step = max(1, max_tokens // 2)
     return [
-        (span[0] + words[i][0], span[0] + words[min(i + step, len(words)) - 1][1])
-        for i in range(0, len(words), step)
+        (span[0] + words[i][0], span[0] + words[min(i + step, len(words)) - 1][1]) for i in range(0, len(words), step)
     ]
 
 
