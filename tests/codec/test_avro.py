@@ -119,7 +119,7 @@ def test_every_current_schema_is_published_in_history() -> None:
         assert SchemaSet.fingerprint(schema) in published.get(subject, set()), f"{subject} changed: snapshot it"
 
 
-@pytest.mark.parametrize("subject", ["chunk_record", "assembled_document", "page_event", "dead_letter"])
+@pytest.mark.parametrize("subject", ["chunk_record", "assembled_document", "page_event", "dead_letter", "chunk_status"])
 def test_every_published_version_is_readable_by_the_current_schema(subject: str) -> None:
     codec = AvroCodec()
     paths = history_files().get(subject, [])
