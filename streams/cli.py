@@ -291,6 +291,9 @@ def lag(
 
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
+from streams.bench.cli import bench_app  # noqa: E402
+
+app.add_typer(bench_app, name="bench")
 
 
 @schemas_app.command("snapshot")

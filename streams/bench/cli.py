@@ -1,0 +1,147 @@
+"""`streams bench chunk|quality`. Imported by `streams.cli` at start-up, so nothing heavy (torch,
+LangChain, chonkie, docling) is imported here: each command imports what it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+bench_app = typer.Typer(
+    help="Benchmarks: chunking throughput beside other libraries, retrieval quality on gold spans.",
+    no_args_is_help=True,
+)
+err = Console(stderr=True)
+out = Console()
+
+QUALITY_CORPUS = Path("shared") / "corpora" / "chunking_eval"
+
+CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Folder of documents (default: see the command).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str, int, int], None]]:
+    """A transient rich bar on stderr; stdout stays clean for --json."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the model loader's bars would fight ours
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def update(description: str, completed: int, total: int) -> None:
+            bar.update(task, description=description, completed=completed, total=total)
+
+        yield update
+
+
+def _emit_json(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
+
+
+@bench_app.command("chunk")
+def chunk(
+    corpus: CorpusOpt = None,
+    as_json: JsonOpt = False,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategy to measure (repeatable; default all).")
+    ] = None,
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Timed passes; the best one counts.")] = 3,
+    max_files: Annotated[
+        int | None, typer.Option("--max-files", min=1, help="Only the first N files of the corpus (sorted).")
+    ] = None,
+) -> None:
+    """Chunking throughput (MB/s, one core) beside the baselines; default corpus: the shipped samples."""
+    from streams.bench.chunk import run_chunk_bench
+
+    with _progress() as update:
+        report = run_chunk_bench(corpus, strategy, repeat, max_files=max_files, progress=update)
+    if as_json:
+        _emit_json(report)
+        return
+    size = f"{report['corpus_bytes']:,} bytes, {report['documents']} docs"
+    table = Table(title=f"bench chunk: {report['corpus']} ({size})")
+    for column in ("name", "kind", "MB/s", "chunks", "mean tok", "max tok", "skipped"):
+        table.add_column(column, justify="left" if column in {"name", "kind"} else "right", no_wrap=column == "name")
+    for r in report["results"]:
+        table.add_row(
+            r["name"],
+            r["kind"],
+            f"{r['mb_per_s']:.3f}",
+            str(r["chunks"]),
+            f"{r['mean_tokens']:.0f}",
+            str(r["max_tokens"]),
+            str(r["skipped"]),
+        )
+    out.print(table)
+    for key, value in report["ratios"].items():
+        verdict = report["targets"].get(key)
+        if verdict is None:
+            out.print(f"{key}: {value}")
+        else:
+            out.print(f"{key}: {value} (target {verdict['target']} {'met' if verdict['met'] else 'missed'})")
+    for name, reason in report["unavailable"].items():
+        err.print(f"[yellow]{name} not measured:[/] {reason}", highlight=False)
+
+
+def _quality_corpus(corpus: Path | None) -> Path:
+    """--corpus, else ../shared/corpora/chunking_eval from the working directory or the checkout."""
+    if corpus is not None:
+        return corpus
+    for base in (Path.cwd().parent, Path(__file__).resolve().parents[3]):
+        if (base / QUALITY_CORPUS).is_dir():
+            return base / QUALITY_CORPUS
+    return Path("..") / QUALITY_CORPUS
+
+
+@bench_app.command("quality")
+def quality(
+    corpus: CorpusOpt = None,
+    as_json: JsonOpt = False,
+    k: Annotated[int, typer.Option("--k", min=1, help="Chunks retrieved per question.")] = 5,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategy to score (repeatable; default all).")
+    ] = None,
+) -> None:
+    """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
+    from streams.bench.quality import run_quality
+
+    with _progress() as update:
+        report = run_quality(_quality_corpus(corpus), k, strategy, progress=update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench quality: {report['questions']} questions, k={report['k']}")
+    for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "chunks"):
+        table.add_column(column, justify="left" if column in {"name", "kind"} else "right", no_wrap=column == "name")
+    for r in report["results"]:
+        table.add_row(
+            r["name"],
+            r["kind"],
+            f"{r['recall']:.3f}",
+            f"{r['precision']:.4f}",
+            f"{r['iou']:.4f}",
+            f"{r['mean_tokens']:.0f}",
+            str(r["chunks"]),
+        )
+    out.print(table)
+    if report["targets"]:
+        t = report["targets"]
+        out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
+    for name, reason in report["skipped"].items():
+        err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)

