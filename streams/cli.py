@@ -380,7 +380,10 @@ def main() -> None:
             raise SystemExit(exc.exit_code) from None
         if isinstance(exc, click.exceptions.Abort):
             raise SystemExit(1) from None
+        from streams.settings import mask_url
+
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = mask_url(message)
         from rich.markup import escape
 
         err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

@@ -82,6 +82,8 @@ class Settings(BaseSettings):
     pinecone_namespace: str = "streams"
     embed_model: str | None = None
     delete_superseded_vectors: bool = False
+    #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
+    sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
 
     # Security for real deployments (never logged: see `redacted()`).
     security_protocol: str = "PLAINTEXT"
@@ -106,11 +108,22 @@ class Settings(BaseSettings):
         return init_settings, env_settings, dotenv_settings, file_secret_settings, UpFileSource(settings_cls)
 
     def redacted(self) -> dict[str, object]:
+        """Settings safe to print or log: passwords, keys and URL credentials masked."""
         data = self.model_dump(mode="json")
         for key in ("sasl_password", "pinecone_api_key"):
             if data.get(key):
                 data[key] = "***"
+        for key in ("mongo_url", "schema_registry_url", "pinecone_host"):
+            if data.get(key):
+                data[key] = mask_url(data[key])
         return data
+
+
+def mask_url(url: str) -> str:
+    """`scheme://user:secret@host` -> `scheme://user:***@host`."""
+    import re
+
+    return re.sub(r"(//[^/:@]+:)[^@/]+@", r"\1***@", url)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -69,6 +69,9 @@ def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
     done = streams("demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
-    assert set(summary) == {"documents", "pages", "chunks", "dead_letters", "seconds"}
+    assert set(summary) == {"documents", "pages", "chunks", "dead_letters", "seconds", "mongo", "vectors"}
     assert summary["documents"] >= 5 and summary["chunks"]["window"] > 0 and summary["dead_letters"] == 0
+    # every chunk stored once; the amended RFP leaves its original's chunks stored but not latest
+    assert summary["mongo"]["chunks"] == summary["chunks"]["window"] > summary["mongo"]["latest"] > 0
+    assert summary["vectors"]["vectors"] == summary["chunks"]["window"]  # window has no table chunks
     assert not any(tmp_path.iterdir())  # the run cleaned up its own data directory

@@ -37,6 +37,7 @@ def run_demo(
     pages = [e for doc in documents for e in doc]
     docs = sorted({(e.doc_id, e.amendment_number) for e in pages})
     try:
+        settings = settings.model_copy(update={"sink_assignment": "manual"})  # one replica per sink
         with LocalPipeline(settings, chosen, sinks=["mongo", "vectors"] if sinks else []) as pipeline:
             console.print(f"broker {pipeline.settings.broker}; workers: assembler, {', '.join(chosen)}")
             publish_pages(pipeline.settings, pages)

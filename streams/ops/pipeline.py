@@ -44,6 +44,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_LANCEDB_PATH": str(settings.lance_dir),
         "STREAMS_PINECONE_NAMESPACE": settings.pinecone_namespace,
         "STREAMS_DELETE_SUPERSEDED_VECTORS": str(settings.delete_superseded_vectors).lower(),
+        "STREAMS_SINK_ASSIGNMENT": settings.sink_assignment,
     }
     for name in (
         "chunker_version",

@@ -47,7 +47,10 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     lance = settings.lance_dir.resolve()
-    settings = settings.model_copy(update={"lancedb_path": lance, "data_dir": settings.data_dir.resolve()})
+    # One replica per sink here, so sinks own all partitions and restart without a group rebalance.
+    settings = settings.model_copy(
+        update={"lancedb_path": lance, "data_dir": settings.data_dir.resolve(), "sink_assignment": "manual"}
+    )
     up_file = settings.data_dir / UP_FILE
     with LocalPipeline(settings, strategies, sinks=["mongo", "vectors"]) as pipeline:
         info = connection(pipeline.settings)

@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
 from streams.ops import metrics
 from streams.ops.topics import client_config
-from streams.settings import Settings
+from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 
 log = logging.getLogger("streams.sinks")
@@ -50,13 +50,38 @@ class SinkRunner:
                 **client_config(settings),
                 "group.id": self.group,
                 "enable.auto.commit": False,
+                # A killed sink's partitions move on within seconds, not after the 5-minute default;
+                # a write blocked longer than the poll interval just means a redelivery (idempotent).
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 2_000,
+                "max.poll.interval.ms": 60_000,
                 "auto.offset.reset": "earliest",
                 "fetch.max.bytes": settings.max_message_bytes,
                 "max.partition.fetch.bytes": settings.max_message_bytes,
             }
         )
-        self.consumer.subscribe([settings.topics.chunks, settings.topics.status])
+        topics = [settings.topics.chunks, settings.topics.status]
+        if settings.sink_assignment == "manual":
+            self._assign_all(topics)
+        else:
+            self.consumer.subscribe(topics)
         self.dead = Producer(client_config(settings))
+
+    def _assign_all(self, topics: list[str]) -> None:
+        """One replica owns every partition and commits under the group id, without group membership.
+
+        For single-replica sinks (the embedded default): a restarted sink resumes at once from the
+        committed offsets instead of waiting for the broker to evict its killed predecessor.
+        """
+        metadata = self.consumer.list_topics(timeout=10).topics
+        wanted = [TopicPartition(t, p) for t in topics if t in metadata for p in sorted(metadata[t].partitions)]
+        committed = self.consumer.committed(wanted, timeout=10)
+        self.consumer.assign(
+            [
+                TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+                for tp in committed
+            ]
+        )
 
     def _decode(self, messages: list) -> tuple[list[ChunkRecord], list[ChunkStatus]]:
         records: list[ChunkRecord] = []
@@ -101,7 +126,9 @@ class SinkRunner:
                 return True
             except Exception as exc:  # the store is down or refusing: keep the batch, do not commit
                 self.progress.retries += 1
-                log.warning("sink %s: write failed (%s); retrying in %.1fs", self.sink.name, exc, backoff)
+                log.warning(
+                    "sink %s: write failed (%s); retrying in %.1fs", self.sink.name, mask_url(str(exc)), backoff
+                )
                 stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff_s)
         return False
@@ -113,7 +140,11 @@ class SinkRunner:
         records, statuses = self._decode(messages)
         if not self._write(records, statuses, stop):
             return 0
-        self.consumer.commit(asynchronous=False)
+        try:
+            self.consumer.commit(asynchronous=False)
+        except KafkaException as exc:  # e.g. rebalanced while writing: the batch is redelivered, harmlessly
+            log.warning("sink %s: commit failed (%s); the batch will be redelivered", self.sink.name, exc)
+            return len(messages)
         now = time.time()
         role = f"sink-{self.sink.name}"
         for message in messages:
