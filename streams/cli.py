@@ -153,6 +153,19 @@ def sink(
 
 
 @app.command()
+def delete(doc_id: Annotated[str, typer.Argument(help="Document to retire, every amendment.")]) -> None:
+    """Publish a tombstone for a document on the versions topic: every strategy retires its chunks."""
+    from streams.ops.pipeline import producer
+
+    settings = Settings()
+    out_ = producer(settings)
+    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None)
+    if out_.flush(30):
+        raise CliError("the broker did not acknowledge the tombstone")
+    err.print(f"tombstone for {doc_id!r} published on {settings.topics.versions}")
+
+
+@app.command()
 def topics() -> None:
     """Create every topic up front with explicit partitions and configs."""
     from streams.ops.topics import ensure_topics

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Annotated, Any
 
 import typer
@@ -145,3 +146,21 @@ def quality(
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
     for name, reason in report["skipped"].items():
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
+
+
+@bench_app.command("sinks")
+def sinks(
+    issued: Annotated[Path, typer.Argument(help="A document as issued.")],
+    amended: Annotated[Path, typer.Argument(help="The same document as amended.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Sink throughput beside raw pymongo and raw embedding, and re-embedding after an amendment."""
+    from streams.bench.sinks import run
+    from streams.ops.embedded import document_store
+
+    with TemporaryDirectory() as tmp, document_store(Path(tmp)) as store:
+        result = run(issued, amended, f"mongodb://{store.address}")
+    if as_json:
+        _emit_json(result)
+    else:
+        out.print_json(data=result)
