@@ -12,9 +12,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from streams.core.events import DocType, PageEvent
+from streams.ops.progress import progress_bar
 from streams.settings import Settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -27,14 +28,7 @@ class CliError(Exception):
 
 
 def _progress(transient: bool = True) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=transient,
-    )
+    return progress_bar(err, transient)
 
 
 def _read_files(

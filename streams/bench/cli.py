@@ -32,17 +32,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON ob
 @contextmanager
 def _progress() -> Iterator[Callable[[str, int, int], None]]:
     """A transient rich bar on stderr; stdout stays clean for --json."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from streams.ops.progress import progress_bar
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the model loader's bars would fight ours
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
+    with progress_bar(err) as bar:
         task = bar.add_task("starting", total=None)
 
         def update(description: str, completed: int, total: int) -> None:

@@ -7,11 +7,12 @@ import time
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from streams.core.chunkers import available_strategies
 from streams.ingest.files import page_events
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
+from streams.ops.progress import progress_bar
 from streams.settings import Settings
 
 #: Strategies the demo runs by default: all that are built and need no model download.
@@ -42,14 +43,7 @@ def run_demo(
             console.print(f"broker {pipeline.settings.broker}; workers: assembler, {', '.join(chosen)}")
             publish_pages(pipeline.settings, pages)
             collector = Collector(pipeline.settings)
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-                transient=True,
-            ) as progress:
+            with progress_bar(console) as progress:
                 task = progress.add_task("documents chunked x strategies", total=len(docs) * len(chosen))
 
                 def show(result) -> None:
