@@ -146,6 +146,7 @@ class Assembler:
         self.pages = pages
         self.limits = limits or Limits()
         self.decode_avro = decode_avro
+        self._pending: int | None = None
 
     # -- state helpers -------------------------------------------------------------------------
     @staticmethod
@@ -174,6 +175,7 @@ class Assembler:
         return out
 
     def _kill(self, key: str, header: dict, code: str, reason: str, extra: list[bytes], now_ms: int) -> Dead:
+        self._release(header)
         pages = self._take_pages(key, header) + extra
         self._put_header(
             key, {"state": "dead", "code": code, "updated_ms": now_ms, "partition": header.get("partition")}
@@ -181,12 +183,18 @@ class Assembler:
         return Dead(code, reason, header.get("doc_id"), pages)
 
     def pending_bytes(self) -> int:
-        total = 0
-        for raw in self.headers.values():
-            header = json.loads(raw)
-            if header.get("state") == "open":
-                total += header.get("bytes", 0)
-        return total
+        """Bytes of incomplete documents; scanned once (e.g. after a restart), then kept as a running total."""
+        if self._pending is None:
+            self._pending = 0
+            for raw in self.headers.values():
+                header = json.loads(raw)
+                if header.get("state") == "open":
+                    self._pending += header.get("bytes", 0)
+        return self._pending
+
+    def _release(self, header: dict) -> None:
+        if self._pending is not None:
+            self._pending -= header.get("bytes", 0)
 
     # -- events --------------------------------------------------------------------------------
     def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0) -> list[Outcome]:
@@ -277,6 +285,8 @@ class Assembler:
         header["digests"][number] = _digest(page)
         header["received"].append(page.page_number)
         header["bytes"] += len(raw)
+        if self._pending is not None:
+            self._pending += len(raw)
         header["updated_ms"] = now_ms
         self.pages[self.page_key(key, page.page_number)] = raw
         if len(header["received"]) < header["page_count"]:
@@ -288,6 +298,7 @@ class Assembler:
         return [self._complete(key, header, now_ms)]
 
     def _complete(self, key: str, header: dict, now_ms: int) -> Outcome:
+        self._release(header)
         raws = self._take_pages(key, header)
         pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws]
         done = {

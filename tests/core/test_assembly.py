@@ -124,3 +124,16 @@ def test_pending_memory_is_bounded_by_evicting_the_oldest() -> None:
 def test_empty_documents_are_dead_not_chunked() -> None:
     (dead,) = _feed(_assembler(), [page_bytes(p) for p in make_pages("blank", ["  \n", "\u200b\u202e\x07"])])
     assert dead.code == "empty_document" and len(dead.pages) == 2
+
+
+def test_pending_bytes_running_total_matches_a_fresh_scan() -> None:
+    headers: dict = {}
+    pages: dict = {}
+    assembler = Assembler(headers, pages, Limits(timeout_ms=10))
+    for n in range(6):
+        docs = make_pages(f"r{n}", ["a" * (50 * n + 1), "b", "c"])
+        for page in docs[: 1 + n % 3]:  # some complete, some not
+            assembler.on_page(page_bytes(page), 0, n)
+        assert assembler.pending_bytes() == Assembler(headers, pages).pending_bytes()
+    assembler.on_tick(0, 1_000)  # everything left times out
+    assert assembler.pending_bytes() == 0 == Assembler(headers, pages).pending_bytes()
