@@ -49,19 +49,22 @@ def line_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     return spans
 
 
+def _add_trimmed(spans: list[Span], text: str, start: int, end: int) -> None:
+    """Append [start, end) trimmed of surrounding whitespace, unless nothing is left."""
+    s, e = trim_span(text, start, end)
+    if e > s:
+        spans.append((s, e))
+
+
 def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Blank-line separated paragraphs, trimmed, non-empty."""
     stop = len(text) if end is None else end
     spans: list[Span] = []
     cursor = start
     for match in _PARA_BREAK.finditer(text, start, stop):
-        s, e = trim_span(text, cursor, match.start())
-        if e > s:
-            spans.append((s, e))
+        _add_trimmed(spans, text, cursor, match.start())
         cursor = match.end()
-    s, e = trim_span(text, cursor, stop)
-    if e > s:
-        spans.append((s, e))
+    _add_trimmed(spans, text, cursor, stop)
     return spans
 
 
@@ -75,13 +78,9 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Sp
         word = text[max(word_start, cursor) : match.start()].lower().lstrip("(\"'“")
         if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
             continue
-        s, e = trim_span(text, cursor, match.end())
-        if e > s:
-            spans.append((s, e))
+        _add_trimmed(spans, text, cursor, match.end())
         cursor = match.end()
-    s, e = trim_span(text, cursor, stop)
-    if e > s:
-        spans.append((s, e))
+    _add_trimmed(spans, text, cursor, stop)
     return spans
 
 
@@ -227,9 +226,7 @@ def split_span_by_tokens(
                     stop = back
                     break
         piece_end = start + offsets[stop] if stop < len(ids) else end
-        s, e = trim_span(text, start + offsets[index], piece_end)
-        if e > s:
-            pieces.append((s, e))
+        _add_trimmed(pieces, text, start + offsets[index], piece_end)
         index = stop
     return pieces
 
