@@ -391,6 +391,8 @@ def main() -> None:
 
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         message = mask_url(message)
+        if "_TRANSPORT" in message or "Broker transport failure" in message:
+            message = f"cannot reach the Kafka broker at {Settings().broker} (set STREAMS_BROKER or run `streams up`)"
         from rich.markup import escape
 
         err.print(f"[red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

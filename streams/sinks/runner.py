@@ -167,4 +167,5 @@ class SinkRunner:
 
     def close(self) -> None:
         self.consumer.close()
+        self.dead.flush(5)
         self.sink.close()
