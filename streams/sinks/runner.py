@@ -50,11 +50,6 @@ class SinkRunner:
                 **client_config(settings),
                 "group.id": self.group,
                 "enable.auto.commit": False,
-                # A killed sink's partitions move on within seconds, not after the 5-minute default;
-                # a write blocked longer than the poll interval just means a redelivery (idempotent).
-                "session.timeout.ms": 10_000,
-                "heartbeat.interval.ms": 2_000,
-                "max.poll.interval.ms": 60_000,
                 "auto.offset.reset": "earliest",
                 "fetch.max.bytes": settings.max_message_bytes,
                 "max.partition.fetch.bytes": settings.max_message_bytes,

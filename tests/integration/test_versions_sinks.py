@@ -67,7 +67,7 @@ def embedder():
 def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: bool = False) -> dict:
     issued, amended = rfp_versions()
     versions = {0: issued, 1: amended}
-    settings = pipeline_settings(tmp)
+    settings = pipeline_settings(tmp, sink_assignment="manual")
     store = document_store(tmp).start()
     settings = settings.model_copy(update={"mongo_url": f"mongodb://{store.address}"})
     try:
