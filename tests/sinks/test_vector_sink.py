@@ -126,3 +126,24 @@ def test_a_flip_before_its_chunk_still_wins(target, tmp_path: Path) -> None:
     sink.write_chunks(v0)
     assert target.count() == len(v0) - 1  # the retired one never lands
     assert target.count(latest_only=True) == len(v0) - 2
+
+
+def test_superseded_vectors_are_deleted_when_asked(target, tmp_path: Path) -> None:
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder(), delete_superseded=True)
+    v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
+    v1 = [r for r in _records(1, SECTIONS_V1) if not r.metadata.get("is_table")]
+    sink.write_chunks(v0 + v1)
+    sink.apply_status(
+        [
+            ChunkStatus(
+                chunk_id=r.chunk_id,
+                doc_id="doc",
+                strategy="section",
+                amendment_number=0,
+                is_latest_version=False,
+                superseded_by=1,
+            )
+            for r in v0
+        ]
+    )
+    assert target.count() == target.count(latest_only=True) == len(v1)
