@@ -84,6 +84,7 @@ class Settings(BaseSettings):
     delete_superseded_vectors: bool = False
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
+    changelog_cleanup: str = Field(default="compact", pattern="^(compact|delete)$")
 
     # Security for real deployments (never logged: see `redacted()`).
     security_protocol: str = "PLAINTEXT"

@@ -225,7 +225,9 @@ class LocalPipeline:
     def start(self) -> LocalPipeline:
         if self.own_broker:
             self.broker = broker(self.settings.data_dir).start()
-            self.settings = self.settings.model_copy(update={"broker": self.broker.address})
+            self.settings = self.settings.model_copy(
+                update={"broker": self.broker.address, "changelog_cleanup": "delete"}
+            )
         if "mongo" in self.sinks and self.own_store:
             self.store = document_store(self.settings.data_dir).start()
             self.settings = self.settings.model_copy(update={"mongo_url": f"mongodb://{self.store.address}"})

@@ -48,6 +48,10 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     t = settings.topics
     p = settings.partitions
     big = {"max.message.bytes": str(settings.max_message_bytes)}
+    # faust recovers a table by reading its changelog up to the high watermark; on the embedded broker a
+    # compaction pass can remove the last offsets and recovery then waits forever, so changelogs there
+    # keep everything (`STREAMS_CHANGELOG_CLEANUP=delete` + infinite retention). Kafka keeps `compact`.
+    changelog = COMPACTED if settings.changelog_cleanup == "compact" else LONG
     specs = [
         TopicSpec(t.pages, p, {**LONG, **big}),
         TopicSpec(t.ticks, p, {"retention.ms": "3600000"}),
@@ -58,9 +62,9 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.dead_letter, p, {**LONG, **big}),
     ]
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
-        specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**COMPACTED, **big}))
+        specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**changelog, **big}))
     for strategy in STRATEGIES:
-        specs.append(TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**COMPACTED, **big}))
+        specs.append(TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**changelog, **big}))
     return specs
 
 
