@@ -6,9 +6,10 @@ are stopped first (`streams up` does it for you; in a cluster, scale the deploym
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from streams.agents.app import group_id
 from streams.ops.topics import client_config
@@ -28,7 +29,30 @@ def parse_from(value: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def reset_offsets(settings: Settings, strategy: str, start: str = "earliest") -> dict[int, int]:
+def _commit_until_accepted(
+    consumer: Consumer, offsets: list[TopicPartition], strategy: str, timeout_s: float
+) -> dict[int, int]:
+    """The broker refuses per partition while the stopped workers still count as members; retry until
+    it accepts, never report a reset that did not happen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            result = consumer.commit(offsets=offsets, asynchronous=False) or offsets
+            failed = [tp for tp in result if tp.error is not None]
+        except KafkaException as exc:
+            failed, result = [exc], []
+        if not failed:
+            return {tp.partition: tp.offset for tp in result}
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"the broker refused to move the group of {strategy!r}: {failed[0]}; are its workers stopped?"
+            )
+        time.sleep(1.0)
+
+
+def reset_offsets(
+    settings: Settings, strategy: str, start: str = "earliest", timeout_s: float = 120.0
+) -> dict[int, int]:
     """Commit the group's new positions; returns partition -> offset."""
     topic = settings.topics.documents
     consumer = Consumer(
@@ -50,7 +74,6 @@ def reset_offsets(settings: Settings, strategy: str, start: str = "earliest") ->
                 if tp.offset < 0:  # nothing at or after that time: start at the end
                     tp.offset = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)[1]
                 offsets.append(tp)
-        committed = consumer.commit(offsets=offsets, asynchronous=False) or offsets
-        return {tp.partition: tp.offset for tp in committed}
+        return _commit_until_accepted(consumer, offsets, strategy, timeout_s)
     finally:
         consumer.close()
