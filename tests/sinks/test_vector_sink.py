@@ -53,6 +53,21 @@ SECTIONS_V0 = [
 SECTIONS_V1 = [SECTIONS_V0[0].replace("price and approach", "price, approach and schedule")]
 
 
+def _superseded_by_amendment_1(records) -> list[ChunkStatus]:
+    """The flips the section chunker publishes for amendment 0 when amendment 1 arrives."""
+    return [
+        ChunkStatus(
+            chunk_id=r.chunk_id,
+            doc_id="doc",
+            strategy="section",
+            amendment_number=0,
+            is_latest_version=False,
+            superseded_by=1,
+        )
+        for r in records
+    ]
+
+
 @pytest.fixture(params=["lancedb", "pinecone"])
 def target(request, tmp_path: Path, pinecone_double):
     if request.param == "lancedb":
@@ -77,19 +92,7 @@ def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Pa
     sink.write_chunks(v1)
     changed = {r.content_hash for r in v1 if not r.metadata.get("is_table")} - {r.content_hash for r in v0}
     assert len(embedder.encoded) - before == len(changed) == 1
-    sink.apply_status(
-        [
-            ChunkStatus(
-                chunk_id=r.chunk_id,
-                doc_id="doc",
-                strategy="section",
-                amendment_number=0,
-                is_latest_version=False,
-                superseded_by=1,
-            )
-            for r in v0
-        ]
-    )
+    sink.apply_status(_superseded_by_amendment_1(v0))
     embeddable = [r for r in v1 if not r.metadata.get("is_table")]
     assert target.count(latest_only=True) == len(embeddable)
     assert target.count() == 2 * len(embeddable)
@@ -133,17 +136,5 @@ def test_superseded_vectors_are_deleted_when_asked(target, tmp_path: Path) -> No
     v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
     v1 = [r for r in _records(1, SECTIONS_V1) if not r.metadata.get("is_table")]
     sink.write_chunks(v0 + v1)
-    sink.apply_status(
-        [
-            ChunkStatus(
-                chunk_id=r.chunk_id,
-                doc_id="doc",
-                strategy="section",
-                amendment_number=0,
-                is_latest_version=False,
-                superseded_by=1,
-            )
-            for r in v0
-        ]
-    )
+    sink.apply_status(_superseded_by_amendment_1(v0))
     assert target.count() == target.count(latest_only=True) == len(v1)
