@@ -14,6 +14,7 @@ from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.ops import metrics as m
+from streams.ops.groups import client_id
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -50,6 +51,7 @@ def make_app(role: str, settings: Settings) -> faust.App:
         group_id(role),
         broker=f"kafka://{settings.broker}",
         broker_credentials=_broker_credentials(settings),
+        broker_client_id=client_id(role),
         store="memory://",
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,

@@ -13,6 +13,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streams.ops.groups import GroupJanitor
+
 
 class ServiceError(RuntimeError):
     pass
@@ -97,7 +99,31 @@ class EmbeddedProcess:
         self.stop()
 
 
-def broker(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
+@dataclass
+class EmbeddedBroker(EmbeddedProcess):
+    """noida-db plus the group janitor that expires dead members, which noida-db itself never does."""
+
+    janitor: GroupJanitor | None = None
+
+    def start(self, timeout: float = 60.0) -> EmbeddedBroker:
+        super().start(timeout)
+        self.janitor = GroupJanitor(self.address).start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.janitor is not None:
+            self.janitor.stop()
+            self.janitor = None
+        super().stop(timeout)
+
+    def kill(self) -> None:
+        if self.janitor is not None:
+            self.janitor.stop()
+            self.janitor = None
+        super().kill()
+
+
+def broker(data_dir: Path, port: int | None = None) -> EmbeddedBroker:
     """noida-db speaking the Kafka protocol (pinned 0.2.3), on its own port and data directory."""
     port = port or free_port()
     args = [
@@ -112,7 +138,7 @@ def broker(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
         "--data-dir",
         str(data_dir / "noida"),
     ]
-    return EmbeddedProcess("broker", args, port, data_dir)
+    return EmbeddedBroker("broker", args, port, data_dir)
 
 
 def document_store(data_dir: Path, port: int | None = None) -> EmbeddedProcess:

@@ -14,6 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
 from streams.ops import metrics
+from streams.ops.groups import client_id
 from streams.ops.topics import client_config
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
@@ -49,6 +50,7 @@ class SinkRunner:
             {
                 **client_config(settings),
                 "group.id": self.group,
+                "client.id": client_id(f"sink-{sink.name}"),
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "fetch.max.bytes": settings.max_message_bytes,

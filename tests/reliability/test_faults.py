@@ -49,9 +49,9 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
         for record in build_records(doc, chunker, chunker.chunk(doc)):
             expected[record.chunk_id] = record.checksum
     store = document_store(tmp_path).start()
-    # Single-replica sink with manual assignment: noida-db does not evict a SIGKILLed group member (its
-    # successor waited over 90 s without partitions), so group mode cannot show a sink restart here.
-    settings = pipeline_settings(tmp_path, mongo_url=f"mongodb://{store.address}", sink_assignment="manual")
+    # Every role runs in a consumer group; noida-db never expires a SIGKILLed member, so the embedded
+    # broker's group janitor does (streams/ops/groups.py) and each successor gets the partitions back.
+    settings = pipeline_settings(tmp_path, mongo_url=f"mongodb://{store.address}", sink_assignment="group")
     try:
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
             rng = random.Random(7)

@@ -1,0 +1,128 @@
+"""Consumer-group session expiry for the embedded broker.
+
+A Kafka broker removes a group member whose heartbeats stop for `session.timeout.ms`, so a worker killed
+with SIGKILL loses its partitions to the survivors. noida-db 0.2.3 never expires a session: the group waits
+for the dead member's JoinGroup or SyncGroup forever and every live member sits without partitions (seen as
+COMPLETING_REBALANCING with a dead leader). The process that owns the embedded broker stands in for the
+session timeout: every worker names itself `<role>.p<pid>.<host>` as client id, and the janitor sends
+LeaveGroup for members whose process on this host is gone. Production brokers never need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import socket
+import threading
+from dataclasses import dataclass
+
+log = logging.getLogger("streams.groups")
+
+_CLIENT_ID = re.compile(r"^streams\.(?P<role>[A-Za-z0-9_-]+)\.p(?P<pid>\d+)\.(?P<host>[A-Za-z0-9._-]+)$")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()) or "localhost"
+
+
+def client_id(role: str, pid: int | None = None) -> str:
+    """A Kafka client id that says which process on which host holds a group membership."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "-", role)
+    return f"streams.{safe}.p{pid or os.getpid()}.{_host()}"
+
+
+def process_alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie (a killed child nobody has reaped yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - no /proc (not Linux): fall back to signal 0
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class DeadMember:
+    group: str
+    member_id: str
+    client_id: str
+
+
+def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
+    """Members of every group whose client id names a process on this host that no longer runs."""
+    from confluent_kafka.admin import AdminClient
+
+    from streams.ops.topics import KAFKA_LOG
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": KAFKA_LOG})
+    groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=timeout).result().valid]
+    if not groups:
+        return []
+    host, found = _host(), []
+    for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout).items():
+        try:
+            description = future.result()
+        except Exception:  # a group that vanished meanwhile has no members to expire
+            continue
+        for member in description.members:
+            match = _CLIENT_ID.match(member.client_id or "")
+            if match and match["host"] == host and not process_alive(int(match["pid"])):
+                found.append(DeadMember(group, member.member_id, member.client_id))
+    return found
+
+
+async def _leave(bootstrap: str, members: list[DeadMember]) -> None:
+    from aiokafka import AIOKafkaClient
+    from aiokafka.protocol.group import LeaveGroupRequest
+
+    client = AIOKafkaClient(bootstrap_servers=bootstrap)
+    await client.bootstrap()
+    try:
+        for member in members:
+            coordinator = await client.coordinator_lookup(0, member.group)
+            await client.send(coordinator, LeaveGroupRequest(member.group, member.member_id))
+    finally:
+        await client.close()
+
+
+def expire_dead_members(bootstrap: str) -> list[DeadMember]:
+    """Send LeaveGroup on behalf of every dead member; returns who was expired."""
+    members = dead_members(bootstrap)
+    if members:
+        asyncio.run(_leave(bootstrap, members))
+        for member in members:
+            log.info("expired dead member %s of group %s", member.client_id, member.group)
+    return members
+
+
+class GroupJanitor:
+    """Runs `expire_dead_members` every `interval` seconds beside the embedded broker."""
+
+    def __init__(self, bootstrap: str, interval: float = 2.0) -> None:
+        self.bootstrap, self.interval = bootstrap, interval
+        self.expired: list[DeadMember] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="group-janitor", daemon=True)
+
+    def start(self) -> GroupJanitor:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.expired.extend(expire_dead_members(self.bootstrap))
+            except Exception as exc:  # the broker may be restarting; try again next round
+                log.debug("group janitor: %s", exc)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)

@@ -1,0 +1,74 @@
+"""The group janitor stands in for the session timeout noida-db lacks: a consumer killed with SIGKILL is
+expired, and its successor gets the partitions instead of waiting for a rebalance that never completes."""
+
+from __future__ import annotations
+
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams.ops.embedded import broker
+from streams.ops.groups import _CLIENT_ID, client_id, process_alive
+
+PROBE = """
+import sys
+from confluent_kafka import Consumer
+from streams.ops.groups import client_id
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "probe", "client.id": client_id("probe"),
+              "session.timeout.ms": 6000})
+c.subscribe(["t"], on_assign=lambda consumer, parts: print("assigned", len(parts), flush=True))
+while True:
+    c.poll(0.2)
+"""
+
+
+def test_client_id_names_role_process_and_host() -> None:
+    match = _CLIENT_ID.match(client_id("chunker:window", pid=4242))
+    assert match and match["role"] == "chunker-window" and match["pid"] == "4242"
+
+
+def test_process_alive_treats_an_unreaped_child_as_dead() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process_alive(child.pid):
+        time.sleep(0.05)
+    assert not process_alive(child.pid)  # a zombie until wait() below
+    child.wait()
+    assert process_alive(child.pid) is False
+
+
+def _assigned(proc: subprocess.Popen, timeout: float) -> int | None:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return int(proc.stdout.readline().split()[1]) if ready else None
+
+
+@pytest.mark.integration
+def test_janitor_expires_a_killed_member_so_its_successor_is_assigned(tmp_path: Path) -> None:
+    service = broker(tmp_path).start()
+    procs: list[subprocess.Popen] = []
+    try:
+        admin = AdminClient({"bootstrap.servers": service.address})
+        admin.create_topics([NewTopic("t", 2, 1)])["t"].result()
+
+        def start() -> subprocess.Popen:
+            procs.append(subprocess.Popen([sys.executable, "-c", PROBE, service.address], stdout=subprocess.PIPE))
+            return procs[-1]
+
+        first = start()
+        assert _assigned(first, 60) == 2
+        first.kill()
+        first.wait()
+        second = start()
+        assert _assigned(second, 60) == 2
+        assert service.janitor is not None
+        assert [m.client_id for m in service.janitor.expired] == [client_id("probe", pid=first.pid)]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        service.stop()
