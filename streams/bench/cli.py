@@ -141,6 +141,48 @@ def quality(
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
 
 
+@bench_app.command("pipeline")
+def pipeline(
+    docs: Annotated[int, typer.Option("--docs", min=1, help="Synthetic documents to publish (1-5 pages each).")] = 200,
+    as_json: JsonOpt = False,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategy to run (repeatable; default section).")
+    ] = None,
+    partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions per topic.")] = 4,
+    sink: Annotated[list[str] | None, typer.Option("--sink", help="Also store the chunks (mongo).")] = None,
+    scaling: Annotated[bool, typer.Option("--scaling/--no-scaling", help="Also run two workers per role.")] = True,
+) -> None:
+    """End to end on the embedded broker: pages/s, chunks/s, latency, ratio to in-process, 1 vs 2 workers."""
+    from streams.bench.pipeline import run_pipeline_bench
+
+    with _progress() as update:
+        report = run_pipeline_bench(docs, strategy, partitions, sink or [], scaling, progress=update)
+    if as_json:
+        _emit_json(report)
+        return
+    title = f"bench pipeline: {report['docs']} docs, {report['pages']} pages, {', '.join(report['strategies'])}"
+    table = Table(title=f"{title}, {report['partitions']} partitions")
+    for column in ("run", "pages/s", "chunks/s", "p50 ms", "p95 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    table.add_row("in-process", f"{report['in_process_pages_per_s']:.1f}", f"{report['in_process_chunks_per_s']:.1f}")
+    for name in ("one_worker", "two_workers"):
+        if name in report:
+            r = report[name]
+            lat = r["latency_ms"]
+            table.add_row(
+                name.replace("_", " "),
+                f"{r['pages_per_s']:.1f}",
+                f"{r['chunks_per_s']:.1f}",
+                *(f"{lat[q]:.0f}" for q in ("p50", "p95", "p99")),
+            )
+    out.print(table)
+    out.print(f"end to end / in-process: {report['ratio_to_in_process']:.2f}x")
+    if report["scaling"]["ratio"] is not None:
+        out.print(f"two workers / one: {report['scaling']['ratio']:.2f}x")
+    for key, verdict in report["targets"].items():
+        out.print(f"{key}: target {verdict['target']} {'met' if verdict['met'] else 'missed'}")
+
+
 @bench_app.command("sinks")
 def sinks(
     issued: Annotated[Path, typer.Argument(help="A document as issued.")],

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
@@ -101,9 +101,13 @@ class Collected:
     chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(default_factory=lambda: defaultdict(dict))
     dead: list[DeadLetter] = field(default_factory=list)
     duplicates: int = 0
+    # broker timestamp (epoch seconds) of the latest chunk per document, amendment and strategy
+    arrived: dict[tuple[str, int, str], float] = field(default_factory=dict)
 
-    def add_chunk(self, record: ChunkRecord) -> None:
-        slot = self.chunks[(record.doc_id, record.amendment_number, record.strategy)]
+    def add_chunk(self, record: ChunkRecord, timestamp: float | None = None) -> None:
+        key = (record.doc_id, record.amendment_number, record.strategy)
+        self.arrived[key] = max(self.arrived.get(key, 0.0), timestamp or time.time())
+        slot = self.chunks[key]
         if record.position in slot:
             self.duplicates += 1
         slot[record.position] = record
@@ -162,7 +166,11 @@ class Collector:
                 continue
             got += 1
             if message.topic() == self.settings.topics.chunks:
-                self.result.add_chunk(ChunkRecord(**self.codec.decode("chunk_record", message.value())))
+                kind, stamp = message.timestamp()
+                self.result.add_chunk(
+                    ChunkRecord(**self.codec.decode("chunk_record", message.value())),
+                    stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else None,
+                )
             else:
                 self.result.dead.append(DeadLetter(**self.codec.decode("dead_letter", message.value())))
         return got
@@ -239,14 +247,17 @@ class LocalPipeline:
             self.start_worker(f"sink:{sink}")
         return self
 
-    def start_worker(self, role: str) -> subprocess.Popen:
+    def start_worker(self, role: str, replica: int = 1) -> subprocess.Popen:
+        """Start one worker process; replicas beyond the first are keyed `<role>#<n>` and join the same
+        consumer group, so the broker splits the partitions between them."""
+        key = role if replica == 1 else f"{role}#{replica}"
         log_dir = self.settings.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
-        log = (log_dir / f"{role.replace(':', '-')}.log").open("ab")
+        log = (log_dir / f"{key.replace(':', '-').replace('#', '-')}.log").open("ab")
         env = {**os.environ, **settings_env(self.settings)}
         if self.metrics:
-            self.metrics_ports[role] = self.metrics_ports.get(role) or free_port()
-            env["STREAMS_METRICS_PORT"] = str(self.metrics_ports[role])
+            self.metrics_ports[key] = self.metrics_ports.get(key) or free_port()
+            env["STREAMS_METRICS_PORT"] = str(self.metrics_ports[key])
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -260,13 +271,13 @@ class LocalPipeline:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        self.workers[role] = proc
+        self.workers[key] = proc
         return proc
 
     def check_workers(self) -> None:
         for role, proc in self.workers.items():
             if proc.poll() is not None:
-                log = self.settings.data_dir / "logs" / f"{role.replace(':', '-')}.log"
+                log = self.settings.data_dir / "logs" / f"{role.replace(':', '-').replace('#', '-')}.log"
                 tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
                 raise ServiceError(f"worker {role} exited with code {proc.returncode}: {' '.join(tail)}")
 

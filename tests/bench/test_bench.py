@@ -245,3 +245,33 @@ def test_cli_quality_missing_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert captured.out == ""
     assert "quality corpus directory not found" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_synthetic_documents_are_deterministic() -> None:
+    from streams.bench.pipeline import synthetic_documents
+
+    first, again = synthetic_documents(5), synthetic_documents(5)
+    assert [[p.model_dump() for p in d] for d in first] == [[p.model_dump() for p in d] for d in again]
+    assert all(1 <= len(d) <= 5 and d[0].page_count == len(d) for d in first)
+    assert len({d[0].doc_id for d in first}) == 5
+
+
+@pytest.mark.integration
+def test_cli_pipeline_json_reports_end_to_end_and_scaling() -> None:
+    from streams.bench.pipeline import in_process, synthetic_documents
+
+    result = CliRunner().invoke(
+        bench_app, ["pipeline", "--docs", "6", "--json", "-s", "window", "--partitions", "2"], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    expected_chunks = in_process(synthetic_documents(6), ["window"], repeats=1)["chunks"]
+    for run in ("one_worker", "two_workers"):
+        assert report[run]["chunks"] == expected_chunks  # every chunk of the in-process run came through the bus
+        assert (
+            0 < report[run]["latency_ms"]["p50"] <= report[run]["latency_ms"]["p95"] <= report[run]["latency_ms"]["p99"]
+        )
+    assert report["pages_per_s"] == report["one_worker"]["pages_per_s"] > 0
+    assert report["ratio_to_in_process"] == pytest.approx(report["pages_per_s"] / report["in_process_pages_per_s"])
+    assert set(report["scaling"]) >= {"one_worker_pages_per_s", "two_workers_pages_per_s"}
+    assert report["scaling"]["two_workers_pages_per_s"] == report["two_workers"]["pages_per_s"]

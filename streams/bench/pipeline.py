@@ -1,0 +1,244 @@
+"""`streams bench pipeline`: end to end on the embedded broker beside in-process chunking of the same
+documents in the same run, and one worker per role against two.
+
+Throughput is pages from the first page published to the last chunk decoded from `chunks.created`;
+latency is, per document, from its last page handed to the producer to the broker timestamp of its last
+chunk (both clocks are this machine's). Each end-to-end run starts with a warm-up document so worker
+start-up and group joins are not counted.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from streams.bench import BenchError, Progress
+from streams.core.events import PageEvent
+
+TOPICS = ["harbour", "ledger", "turbine", "orchard", "contract", "sensor", "granite", "invoice", "bridge", "tariff"]
+VOCABULARY = (
+    "the a of and to in for with on by from its their this that these which while under over after before "
+    "load span cost rate plan team site unit crew stock yield flow grid line dock gate term fee draft "
+    "notice review supply storage transfer schedule capacity revenue margin pressure inspection allowance "
+    "balance"
+)
+WORDS = VOCABULARY.split()
+
+
+def synthetic_documents(count: int, seed: int = 17) -> list[list[PageEvent]]:
+    """Deterministic multi-page documents with numbered headings, paragraphs and the odd list, so every
+    strategy has structure to find. Written for the benchmark; no corpus text."""
+    docs = []
+    for n in range(count):
+        rng = random.Random(seed * 100_003 + n)
+        topic = rng.choice(TOPICS)
+        pages = []
+        for page in range(rng.randint(1, 5)):
+            blocks = [f"{page + 1}. {topic.title()} {rng.choice(WORDS).title()}"]
+            for _ in range(rng.randint(3, 6)):
+                sentences = [
+                    " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 22))).capitalize() + "."
+                    for _ in range(rng.randint(2, 5))
+                ]
+                blocks.append(" ".join(sentences))
+            if rng.random() < 0.3:
+                blocks.append(
+                    "\n".join(f"- {rng.choice(WORDS)} {rng.choice(WORDS)} {rng.randint(1, 99)}" for _ in range(4))
+                )
+            pages.append("\n\n".join(blocks))
+        doc_id = f"bench-{seed}-{n:05d}"
+        docs.append(
+            [
+                PageEvent(
+                    doc_id=doc_id,
+                    document_name=f"{doc_id}.txt",
+                    doc_type="generic",
+                    page_number=i + 1,
+                    page_count=len(pages),
+                    text=text,
+                )
+                for i, text in enumerate(pages)
+            ]
+        )
+    return docs
+
+
+def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int = 3) -> dict[str, Any]:
+    """The same work a worker does per document (assemble, chunk, build records, Avro-encode), minus the bus."""
+    from streams.codec.avro import AvroCodec
+    from streams.core.chunkers import get_chunker
+    from streams.core.document import assemble
+    from streams.core.records import build_records
+
+    codec = AvroCodec()
+    chunkers = [get_chunker(s) for s in strategies]
+    wire = [[page.model_dump_json().encode() for page in pages] for pages in docs]
+    best, chunks = float("inf"), 0
+    for _ in range(repeats):
+        started, chunks = time.perf_counter(), 0
+        for raw in wire:
+            doc = assemble([PageEvent.model_validate_json(page) for page in raw])
+            for chunker in chunkers:
+                for record in build_records(doc, chunker, chunker.chunk(doc)):
+                    codec.encode("chunk_record", record.model_dump(mode="json"))
+                    chunks += 1
+        best = min(best, time.perf_counter() - started)
+    pages = sum(len(d) for d in docs)
+    return {"seconds": best, "pages_per_s": pages / best, "chunks_per_s": chunks / best, "chunks": chunks}
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def end_to_end(
+    docs: Sequence[list[PageEvent]],
+    strategies: Sequence[str],
+    replicas: int,
+    partitions: int,
+    sinks: Sequence[str] = (),
+    timeout: float = 900.0,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One run on a fresh embedded broker with `replicas` workers per role."""
+    from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+    from streams.settings import Settings
+
+    with tempfile.TemporaryDirectory(prefix="streams-bench-") as tmp:
+        settings = Settings(data_dir=Path(tmp), partitions=partitions)
+        with LocalPipeline(settings, list(strategies), sinks=list(sinks)) as pipeline:
+            for role in list(pipeline.workers):
+                if not role.startswith("sink:"):
+                    for replica in range(2, replicas + 1):
+                        pipeline.start_worker(role, replica=replica)
+            settings = pipeline.settings
+            collector = Collector(settings)
+            try:
+                warm = synthetic_documents(1, seed=99)
+                publish_pages(settings, warm[0])
+                collector.wait([(warm[0][0].doc_id, 0)], strategies, timeout=timeout)
+
+                pages = [p for d in docs for p in d]
+                last_index = {}
+                position = 0
+                for d in docs:
+                    position += len(d)
+                    last_index[position] = d[0].doc_id
+                sent_at: dict[str, float] = {}
+
+                def on_sent(count: int) -> None:
+                    if count in last_index:
+                        sent_at[last_index[count]] = time.time()
+                    if progress and count % 50 == 0:
+                        progress(f"end to end, {replicas} worker(s) per role: publishing", count, len(pages))
+
+                started = time.time()
+                publish_pages(settings, pages, on_sent=on_sent)
+                wanted = [(d[0].doc_id, 0) for d in docs]
+
+                def report(result: Any) -> None:
+                    if progress:
+                        done = sum(1 for doc, a in wanted if all(result.complete(doc, a, s) for s in strategies))
+                        progress(f"end to end, {replicas} worker(s) per role: chunked", done, len(wanted))
+
+                result = collector.wait(wanted, strategies, timeout=timeout, on_progress=report)
+                finished = max(result.arrived[(doc, 0, s)] for doc, _ in wanted for s in strategies)
+                stored_s = _wait_stored(settings, result, timeout) - started if "mongo" in sinks else None
+            finally:
+                collector.close()
+    if result.dead:
+        raise BenchError(f"{len(result.dead)} dead letters in the benchmark run: {result.dead[0].reason}")
+    elapsed = finished - started
+    latencies = [1000 * (max(result.arrived[(doc, 0, s)] for s in strategies) - sent_at[doc]) for doc, _ in wanted]
+    chunks = sum(len(slot) for key, slot in result.chunks.items() if key[0] in sent_at)
+    figures: dict[str, Any] = {
+        "replicas": replicas,
+        "seconds": elapsed,
+        "pages_per_s": len(pages) / elapsed,
+        "chunks_per_s": chunks / elapsed,
+        "chunks": chunks,
+        "duplicates": result.duplicates,
+        "latency_ms": {q: _percentile(latencies, int(q[1:])) for q in ("p50", "p95", "p99")},
+        "mean_latency_ms": statistics.fmean(latencies),
+    }
+    if stored_s is not None:
+        figures["stored_chunks_per_s"] = chunks / stored_s
+    return figures
+
+
+def _wait_stored(settings: Any, result: Any, timeout: float) -> float:
+    from streams.sinks.mongo import MongoSink
+
+    wanted = {r.chunk_id for r in result.records()}
+    sink = MongoSink(settings.mongo_url)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sink.count() >= len(wanted):
+                return time.time()
+            time.sleep(0.2)
+    finally:
+        sink.close()
+    raise BenchError(f"MongoDB held fewer than {len(wanted)} chunks after {timeout:.0f}s")
+
+
+def run_pipeline_bench(
+    docs: int = 200,
+    strategies: Sequence[str] | None = None,
+    partitions: int = 4,
+    sinks: Sequence[str] = (),
+    scaling: bool = True,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The issue's JSON object: `pages_per_s`, `chunks_per_s`, `latency_ms`, `in_process_pages_per_s`,
+    `ratio_to_in_process`, `scaling`, plus the run's settings and the two-worker run's own figures."""
+    from streams.core.chunkers import STRATEGIES
+
+    chosen = list(strategies or ["section"])
+    unknown = [s for s in chosen if s not in STRATEGIES]
+    if unknown:
+        raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
+    if docs < 1:
+        raise BenchError("--docs must be at least 1")
+    documents = synthetic_documents(docs)
+    if progress:
+        progress("in-process chunking", 0, 1)
+    local = in_process(documents, chosen)
+    one = end_to_end(documents, chosen, 1, partitions, sinks, progress=progress)
+    two = end_to_end(documents, chosen, 2, partitions, sinks, progress=progress) if scaling else None
+    report: dict[str, Any] = {
+        "docs": docs,
+        "pages": sum(len(d) for d in documents),
+        "strategies": chosen,
+        "partitions": partitions,
+        "sinks": list(sinks),
+        "pages_per_s": one["pages_per_s"],
+        "chunks_per_s": one["chunks_per_s"],
+        "latency_ms": one["latency_ms"],
+        "in_process_pages_per_s": local["pages_per_s"],
+        "in_process_chunks_per_s": local["chunks_per_s"],
+        "ratio_to_in_process": one["pages_per_s"] / local["pages_per_s"],
+        "one_worker": one,
+        "scaling": {
+            "one_worker_pages_per_s": one["pages_per_s"],
+            "two_workers_pages_per_s": two["pages_per_s"] if two else None,
+            "ratio": two["pages_per_s"] / one["pages_per_s"] if two else None,
+        },
+    }
+    if two:
+        report["two_workers"] = two
+    report["targets"] = {
+        "ratio_to_in_process": {"target": ">= 0.67", "met": report["ratio_to_in_process"] >= 0.67},
+    }
+    if two:
+        report["targets"]["two_workers_scaling"] = {"target": ">= 1.5", "met": report["scaling"]["ratio"] >= 1.5}
+    return report
