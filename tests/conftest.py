@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from streams.core.events import PageEvent
+from tests.containers import docker_available, kafka_container, mongo_container
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -41,3 +43,25 @@ def page_bytes(page: PageEvent) -> bytes:
 
 def raw_page(**fields: object) -> bytes:
     return json.dumps(fields).encode()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_images() -> Iterator[None]:
+    """With STREAMS_TEST_DOCKER=1 and a Docker engine, every broker and document store a test starts is a
+    real image (Apache Kafka in KRaft mode, MongoDB) instead of the embedded one; see tests/containers.py."""
+    from streams.ops.embedded import FACTORY_OVERRIDES
+
+    if docker_available():  # pragma: no cover - no Docker engine on the development machine
+        FACTORY_OVERRIDES.update(broker=kafka_container, document_store=mongo_container)
+    yield
+    FACTORY_OVERRIDES.clear()
+
+
+@pytest.fixture(autouse=True)
+def embedded_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests of noida-db behaviour itself (marker `embedded_only`) keep the embedded services."""
+    from streams.ops.embedded import FACTORY_OVERRIDES
+
+    if request.node.get_closest_marker("embedded_only"):
+        for name in list(FACTORY_OVERRIDES):
+            monkeypatch.delitem(FACTORY_OVERRIDES, name)

@@ -9,9 +9,11 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from streams.ops.groups import GroupJanitor
 
@@ -123,8 +125,15 @@ class EmbeddedBroker(EmbeddedProcess):
         super().kill()
 
 
+# Other implementations of the two services by name ("broker", "document_store"); the test suite puts
+# real Kafka and MongoDB images here when a Docker engine is available (tests/containers.py).
+FACTORY_OVERRIDES: dict[str, Callable[[Path, int | None], Any]] = {}
+
+
 def broker(data_dir: Path, port: int | None = None) -> EmbeddedBroker:
     """noida-db speaking the Kafka protocol (pinned 0.2.3), on its own port and data directory."""
+    if override := FACTORY_OVERRIDES.get("broker"):
+        return override(data_dir, port)
     port = port or free_port()
     args = [
         _binary("noida-db"),
@@ -143,6 +152,8 @@ def broker(data_dir: Path, port: int | None = None) -> EmbeddedBroker:
 
 def document_store(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
     """SecantusDB (MongoDB wire protocol, GPL-2.0, run as a separate process) on its own port and data dir."""
+    if override := FACTORY_OVERRIDES.get("document_store"):
+        return override(data_dir, port)
     port = port or free_port()
     storage = data_dir / "secantus"
     storage.mkdir(parents=True, exist_ok=True)

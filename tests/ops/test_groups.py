@@ -48,6 +48,7 @@ def _assigned(proc: subprocess.Popen, timeout: float) -> int | None:
 
 
 @pytest.mark.integration
+@pytest.mark.embedded_only
 def test_janitor_expires_a_killed_member_so_its_successor_is_assigned(tmp_path: Path) -> None:
     service = broker(tmp_path).start()
     procs: list[subprocess.Popen] = []
