@@ -19,7 +19,7 @@ from typing import Any
 import fastavro
 from fastavro.schema import expand_schema, fingerprint, parse_schema, to_parsing_canonical_form
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"  # streams/schemas links to the top-level schemas/
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 CONFLUENT_MAGIC = 0
 
