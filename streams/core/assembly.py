@@ -313,25 +313,31 @@ class Assembler:
         return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms))
 
     def _evict_oldest(self, now_ms: int) -> list[Outcome]:
-        open_docs = sorted(
-            ((json.loads(v)["first_ms"], k) for k, v in self.headers.items() if json.loads(v).get("state") == "open"),
-        )
-        if not open_docs:
-            return []
-        _, key = open_docs[0]
-        header = self._header(key)
-        assert header is not None
-        return [
-            self._kill(
-                key,
-                header,
-                "assembly_capacity",
-                f"pending pages over the {self.limits.max_pending_bytes}-byte limit; "
-                "oldest incomplete document evicted",
-                [],
-                now_ms,
+        """Dead-letter the oldest incomplete documents until the pending bytes are within the limit again.
+
+        One eviction per page is not enough when pages differ in size: a page larger than the oldest
+        document would leave the total over the limit, and the excess could keep growing.
+        """
+        headers = ((k, json.loads(v)) for k, v in self.headers.items())
+        open_docs = sorted((h["first_ms"], k) for k, h in headers if h.get("state") == "open")
+        outcomes: list[Outcome] = []
+        for _, key in open_docs:
+            if self.pending_bytes() <= self.limits.max_pending_bytes:
+                break
+            header = self._header(key)
+            assert header is not None
+            outcomes.append(
+                self._kill(
+                    key,
+                    header,
+                    "assembly_capacity",
+                    f"pending pages over the {self.limits.max_pending_bytes}-byte limit; "
+                    "oldest incomplete document evicted",
+                    [],
+                    now_ms,
+                )
             )
-        ]
+        return outcomes
 
     def on_tick(self, partition: int | None = None, now_ms: int = 0) -> list[Outcome]:
         """Expire incomplete documents past the timeout and forget old finished headers."""
