@@ -117,6 +117,7 @@ def pack_spans(
     min_tokens: int,
     max_tokens: int,
     splitters: Sequence[Splitter] = DEFAULT_SPLITTERS,
+    span_count: Callable[[int, int], int] | None = None,
 ) -> list[Span]:
     """Group ordered units into chunks of min..max tokens; a unit that does not fit is refined.
 
@@ -125,7 +126,9 @@ def pack_spans(
     is split with the next finer splitter (sentences, then words) so the chunk can be filled. Every
     chunk but the last therefore lands in [min, max] unless a single word exceeds max. A unit's cost is
     counted on the text from the previous unit's end, so whitespace between units is included.
+    `span_count(start, end)`, when given, must equal `count(text[start:end])` (it saves the slices).
     """
+    cost_of = span_count or (lambda start, end: count(text[start:end]))
     queue: list[tuple[Span, int]] = [(u, 0) for u in units if u[1] > u[0]]
     queue.reverse()  # pop() from the end = next unit in reading order
     chunks: list[Span] = []
@@ -134,7 +137,7 @@ def pack_spans(
     while queue:
         (s, e), level = queue.pop()
         gap_start = open_end if open_end >= 0 else s
-        cost = count(text[gap_start:e])
+        cost = cost_of(gap_start, e)
         if open_end < 0 and cost <= max_tokens:
             open_start, open_end, open_tokens = s, e, cost
         elif open_end >= 0 and open_tokens + cost <= max_tokens:

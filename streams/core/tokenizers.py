@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+from bisect import bisect_right
+from collections.abc import Callable
+from itertools import accumulate
 from typing import Protocol
 
 import tiktoken
@@ -41,6 +44,98 @@ def tiktoken_encoding(name: str = "cl100k_base") -> tiktoken.Encoding:
     return tiktoken.Encoding(**spec)
 
 
+SpanCount = Callable[[int, int], int]
+
+# The span counter's cut rules are argued for this pre-tokenizer pattern (cl100k_base) only.
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|"""
+    r"""\s*[\r\n]|\s+(?!\S)|\s"""
+)
+# A safe cut p splits text[a:b] (a <= p <= b) into text[a:p] and text[p:b] that tokenize independently,
+# because no piece of the pattern above can cross p: after a newline before a non-space; after sentence
+# punctuation (never a letter, digit or space) before a space or tab; after an ASCII letter or digit
+# before whitespace or punctuation. Python's isspace is wider than the Rust regex's \s, so it errs safe.
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_SENT_PUNCT = frozenset(".!?\"')]\u201d\u2019")
+_AFTER_WORD = frozenset(".,;:!?\"')]\u201d\u2019")
+_CUT_SCAN = 256  # how far an edge looks for a cut before the span is encoded whole
+_BYTE_STEP = 256  # characters between byte-offset checkpoints of a non-ASCII text
+
+
+def span_counter(tokenizer: Tokenizer, text: str) -> SpanCount:
+    """`count(start, end)` = tokenizer.count(text[start:end]), as cheaply as the tokenizer allows."""
+    make = getattr(tokenizer, "span_counter", None)
+    if make is not None:
+        counter: SpanCount = make(text)
+        return counter
+    return lambda start, end: tokenizer.count(text[start:end])
+
+
+class _CutCounter:
+    """Exact span counts from one encode of the whole text (chunkers count many overlapping spans).
+
+    Between two safe cuts the whole text's tokens are the span's tokens, so a span costs two bisects
+    plus encoding its edges (the few characters before its first cut and after its last).
+    """
+
+    def __init__(self, text: str, encoding: tiktoken.Encoding, byte_lengths: list[int]) -> None:
+        self.text = text
+        self.encoding = encoding
+        self.ascii = text.isascii()
+        self.checkpoints: list[int] = []
+        if not self.ascii:
+            position = 0
+            for index in range(0, len(text) + 1, _BYTE_STEP):
+                self.checkpoints.append(position)
+                position += len(text[index : index + _BYTE_STEP].encode("utf-8"))
+        self.token_ends = list(accumulate(map(byte_lengths.__getitem__, encoding.encode_ordinary(text))))
+        self._edges: dict[str, int] = {}
+
+    def _is_cut(self, p: int) -> bool:
+        text = self.text
+        if p <= 0 or p >= len(text):
+            return True
+        before, after = text[p - 1], text[p]
+        if before == "\n":
+            return not after.isspace()
+        if before in _ALNUM:
+            return after.isspace() or after in _AFTER_WORD
+        return before in _SENT_PUNCT and after in " \t"
+
+    def _byte(self, p: int) -> int:
+        """UTF-8 offset of character p (the token ends count bytes)."""
+        if self.ascii:
+            return p
+        base = p - p % _BYTE_STEP
+        return self.checkpoints[base // _BYTE_STEP] + len(self.text[base:p].encode("utf-8"))
+
+    def _tokens_before(self, p: int) -> int:
+        """Tokens of the whole text that end at or before the cut p."""
+        return bisect_right(self.token_ends, self._byte(p))
+
+    def _edge(self, start: int, end: int) -> int:
+        if end <= start:
+            return 0
+        piece = self.text[start:end]
+        found = self._edges.get(piece)
+        if found is None:
+            found = self._edges[piece] = len(self.encoding.encode_ordinary(piece))
+        return found
+
+    def __call__(self, start: int, end: int) -> int:
+        first = start
+        limit = min(end, start + _CUT_SCAN)
+        while first < limit and not self._is_cut(first):
+            first += 1
+        last = end
+        limit = max(first, end - _CUT_SCAN)
+        while last > limit and not self._is_cut(last):
+            last -= 1
+        if last <= first or not self._is_cut(first) or not self._is_cut(last):
+            return self._edge(start, end)
+        return self._edge(start, first) + self._tokens_before(last) - self._tokens_before(first) + self._edge(last, end)
+
+
 class TiktokenTokenizer:
     """Counts tokens as the embedding-facing LLMs do; special-token text is treated as ordinary text."""
 
@@ -59,6 +154,31 @@ class TiktokenTokenizer:
 
     def decode(self, ids: list[int]) -> str:
         return self.encoding.decode(ids)
+
+    def span_counter(self, text: str) -> SpanCount:
+        """Counts of many spans of `text`; one encode of the text when the cut rules apply."""
+        if self.encoding._pat_str != _CL100K_PATTERN or not _utf8(text):
+            return lambda start, end: self.count(text[start:end])
+        return _CutCounter(text, self.encoding, _byte_lengths(self.encoding.name))
+
+
+def _utf8(text: str) -> bool:
+    """Lone surrogates make tiktoken re-encode the text, which would break byte offsets."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@functools.cache
+def _byte_lengths(name: str) -> list[int]:
+    """Byte length of every token id of an encoding."""
+    encoding = tiktoken_encoding(name)
+    lengths = [0] * encoding.n_vocab
+    for token, rank in encoding._mergeable_ranks.items():
+        lengths[rank] = len(token)
+    return lengths
 
 
 @functools.cache

@@ -33,20 +33,28 @@ from streams.core.text import (
     sentence_spans,
     trim_span,
 )
-from streams.core.tokenizers import Tokenizer
+from streams.core.tokenizers import SpanCount, Tokenizer, span_counter
 
 SECTION_TYPES = ("requirement", "specification", "condition", "evaluation_criteria", "scope_of_work", "other")
 
 # Priority order matters on ties: the more specific types first.
-_TYPE_KEYWORDS: dict[str, re.Pattern[str]] = {
-    "evaluation_criteria": re.compile(r"\b(evaluation|evaluated|criteria|criterion|scoring)\b", re.I),
-    "scope_of_work": re.compile(
-        r"\b(scope|statement of work|sow|performance work statement|pws|statement of objectives|soo)\b", re.I
-    ),
-    "specification": re.compile(r"\b(specifications?|specs?|technical spec\w*)\b", re.I),
-    "requirement": re.compile(r"\b(requirements?|shall|must)\b", re.I),
-    "condition": re.compile(r"\b(conditions?|terms|clauses?)\b", re.I),
+_TYPE_WORDS: dict[str, str] = {
+    "evaluation_criteria": r"evaluation|evaluated|criteria|criterion|scoring",
+    "scope_of_work": r"scope|statement of work|sow|performance work statement|pws|statement of objectives|soo",
+    "specification": r"specifications?|specs?|technical spec\w*",
+    "requirement": r"requirements?|shall|must",
+    "condition": r"conditions?|terms|clauses?",
 }
+_TYPE_KEYWORDS: dict[str, re.Pattern[str]] = {
+    kind: re.compile(rf"\b({words})\b", re.I) for kind, words in _TYPE_WORDS.items()
+}
+# One pass over the lowered body counts every type (no keyword of one type overlaps another's), and the
+# first-letter lookahead skips most positions; re.I is slow in Python's re.
+_TYPE_ANY = re.compile(
+    r"(?=[cemprst])\b(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items()) + r")\b"
+)
+# Characters that re.I matches to an ASCII keyword letter but str.lower() does not map to it (or the reverse).
+_FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 _REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
 
@@ -235,11 +243,20 @@ def classify_section(heading: str, body: str) -> str:
         if pattern.search(heading):
             return kind
     best, best_hits = "other", 1
-    for kind, pattern in _TYPE_KEYWORDS.items():
-        hits = len(pattern.findall(body))
+    for kind, hits in _keyword_hits(body).items():
         if hits > best_hits:
             best, best_hits = kind, hits
     return best
+
+
+def _keyword_hits(body: str) -> dict[str, int]:
+    """Keyword matches per section type, in priority order (same counts as each pattern's findall)."""
+    if _FOLD_TRAPS.search(body):
+        return {kind: len(pattern.findall(body)) for kind, pattern in _TYPE_KEYWORDS.items()}
+    hits = dict.fromkeys(_TYPE_WORDS, 0)
+    for match in _TYPE_ANY.finditer(body.lower()):
+        hits[match.lastgroup or ""] += 1
+    return hits
 
 
 def _sections(text: str, headings: list[_Heading]) -> list[_Section]:
@@ -310,10 +327,11 @@ class SectionChunker(Chunker):
         sections = _sections(text, headings) if headings else [_Section((), 0, 0, len(text))]
         notice_id = doc.metadata.get("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
+        counter = span_counter(self.tokenizer, text)
         for section in sections:
             heading = section.path[-1] if section.path else ""
             section.section_type = classify_section(heading, text[section.body_start : section.end])
-            for span, is_table, forced_flag in self._pieces(text, section):
+            for span, is_table, forced_flag in self._pieces(text, section, counter):
                 drafts.append(self._draft(text, section, span, is_table, forced_flag, headings != []))
         return [
             ChunkDraft(
@@ -332,7 +350,7 @@ class SectionChunker(Chunker):
             for i, d in enumerate(drafts)
         ]
 
-    def _pieces(self, text: str, section: _Section) -> list[tuple[Span, bool, bool]]:
+    def _pieces(self, text: str, section: _Section, counter: SpanCount) -> list[tuple[Span, bool, bool]]:
         """(span, is_table, requirement forced) pieces of one section in reading order."""
         out: list[tuple[Span, bool, bool]] = []
         count = self.tokenizer.count
@@ -340,11 +358,11 @@ class SectionChunker(Chunker):
         if whole[1] <= whole[0]:
             return out
         segments = _segments(text, *whole)
-        if len(segments) == 1 and not segments[0][1] and count(text[whole[0] : whole[1]]) <= self.max_tokens:
+        if len(segments) == 1 and not segments[0][1] and counter(*whole) <= self.max_tokens:
             return [(whole, False, False)]
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
-            for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens):
+            for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
                 out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece)))
         return out
 
@@ -355,6 +373,9 @@ class SectionChunker(Chunker):
         para_start = text.rfind("\n\n", 0, s) + 1
         para_end_raw = text.find("\n\n", e)
         para_end = len(text) if para_end_raw < 0 else para_end_raw
+        before, after = trim_span(text, para_start, s), trim_span(text, e, para_end)
+        if before[0] == before[1] and after[0] == after[1]:
+            return False  # only whitespace around the piece: trimmed sentences cannot stick out of it
         for ss, se in sentence_spans(text, para_start, para_end):
             if ss < e and se > s and (ss < s or se > e) and _REQUIREMENT.search(text, ss, se):
                 return True

@@ -13,7 +13,7 @@ from streams.core.chunkers.letter.layout import LIST_MARKER, Block, analyse, end
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
-from streams.core.tokenizers import Tokenizer
+from streams.core.tokenizers import Tokenizer, span_counter
 
 T1_MIN, T1_MAX, T1_TARGET, T2_MIN = 250, 800, 500, 150
 PLACEHOLDER = "[TABLE — see child chunk {}]"
@@ -130,12 +130,13 @@ class _Run:
         self.doc = doc
         self.text = doc.text
         self._counts: dict[tuple[int, int], int] = {}
+        self._span_count = span_counter(tokenizer, self.text)
 
     # ---- tokens -------------------------------------------------------------------------------
     def count(self, start: int, end: int) -> int:
         key = (start, end)
         if key not in self._counts:
-            self._counts[key] = self.tok.count(self.text[start:end])
+            self._counts[key] = self._span_count(start, end)
         return self._counts[key]
 
     def block_tokens(self, b: Block) -> int:
@@ -553,7 +554,7 @@ class _Run:
             "cross_references": enrich.cross_references(plain, self.year, p.title, titles),
             "retrieval_priority": priority,
             "abstraction_level": enrich.abstraction_level(plain, ents),
-            "token_count": self.tok.count(text),
+            "token_count": self.count(start, end) if text == self.text[start:end] else self.tok.count(text),
             "char_count": len(text),
             "source_span": {"start_char": start, "end_char_exclusive": end},
             "standalone_exception": exception is not None,

@@ -278,6 +278,34 @@ def _gazetteer(names: Iterable[str]) -> dict[str, list[str]]:
 _COMPANY_RE = _gazetteer(COMPANIES)
 _PEOPLE_RE = _gazetteer(PEOPLE)
 _METRIC_RE = [(name, re.compile(p)) for name, p in METRICS.items()]
+# Substrings each metric pattern cannot match without (one of them must occur): `in` is far cheaper
+# than a regex search, and most metrics are absent from most chunks.
+_METRIC_NEEDLES: dict[str, tuple[str, ...]] = {
+    "book value": ("book value",),
+    "intrinsic value": ("intrinsic ",),
+    "float": ("float",),
+    "cost of float": ("cost of float",),
+    "combined ratio": ("combined ratio",),
+    "underwriting profit": ("underwriting ",),
+    "underwriting loss": ("underwriting loss",),
+    "operating earnings": ("operating earnings",),
+    "net worth": ("net worth",),
+    "return on equity": ("return on ",),
+    "look-through earnings": ("look-through earnings",),
+    "premium volume": ("premium",),
+    "market value": ("market value",),
+    "pre-tax earnings": ("pre-tax earnings",),
+    "net income": ("net income",),
+    "earnings per share": ("per share", "per-share"),
+    "dividends": ("dividend",),
+    "revenues": ("revenue", "sales"),
+    "goodwill": ("goodwill",),
+    "investment income": ("investment income",),
+    "realized gains": ("realized ",),
+    "loss reserves": ("loss reserve",),
+    "debt": ("borrowing", "debt"),
+}
+_METRIC_SCAN = [(name, rx, _METRIC_NEEDLES[name]) for name, rx in _METRIC_RE]
 
 
 def _canon(name: str) -> str:
@@ -300,7 +328,11 @@ def _found(index: dict[str, list[str]], text: str) -> list[str]:
 def _metrics(text: str) -> list[str]:
     """Metric names in order of first mention; patterns are lowercase and scan the lowered text."""
     low = text.lower()
-    hits = [(m.start(), name) for name, rx in _METRIC_RE if (m := rx.search(low))]
+    hits = [
+        (m.start(), name)
+        for name, rx, needles in _METRIC_SCAN
+        if any(n in low for n in needles) and (m := rx.search(low))
+    ]
     return [name for _, name in sorted(hits)]
 
 

@@ -8,6 +8,7 @@ behind the same gate.
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Sequence
@@ -64,9 +65,15 @@ def _shared_run(summary: str, text: str) -> bool:
     sw = _words(summary)
     if len(sw) < SHARED_RUN:
         return False
-    tw = _words(text)
-    grams = {tuple(tw[i : i + SHARED_RUN]) for i in range(len(tw) - SHARED_RUN + 1)}
+    grams = _grams(text)
     return any(tuple(sw[i : i + SHARED_RUN]) in grams for i in range(len(sw) - SHARED_RUN + 1))
+
+
+@functools.lru_cache(maxsize=8)
+def _grams(text: str) -> frozenset[tuple[str, ...]]:
+    """The chunk's word runs; `compose` validates many candidate summaries against one chunk."""
+    tw = _words(text)
+    return frozenset(tuple(tw[i : i + SHARED_RUN]) for i in range(len(tw) - SHARED_RUN + 1))
 
 
 @dataclass(slots=True)
