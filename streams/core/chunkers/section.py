@@ -20,6 +20,7 @@ File filtering (`file_filter_decision`) is a pure function the agent applies at 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
 
@@ -119,6 +120,15 @@ class _Heading:
     end: int
     title: str
     level: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentences:
+    """A paragraph's sentence spans with their starts and ends (for bisecting)."""
+
+    spans: list[Span]
+    starts: list[int]
+    ends: list[int]
 
 
 @dataclass(slots=True)
@@ -328,10 +338,11 @@ class SectionChunker(Chunker):
         notice_id = doc.metadata.get("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
         counter = span_counter(self.tokenizer, text)
+        sentences: dict[Span, _Sentences] = {}
         for section in sections:
             heading = section.path[-1] if section.path else ""
             section.section_type = classify_section(heading, text[section.body_start : section.end])
-            for span, is_table, forced_flag in self._pieces(text, section, counter):
+            for span, is_table, forced_flag in self._pieces(text, section, counter, sentences):
                 drafts.append(self._draft(text, section, span, is_table, forced_flag, headings != []))
         return [
             ChunkDraft(
@@ -350,7 +361,9 @@ class SectionChunker(Chunker):
             for i, d in enumerate(drafts)
         ]
 
-    def _pieces(self, text: str, section: _Section, counter: SpanCount) -> list[tuple[Span, bool, bool]]:
+    def _pieces(
+        self, text: str, section: _Section, counter: SpanCount, sentences: dict[Span, _Sentences]
+    ) -> list[tuple[Span, bool, bool]]:
         """(span, is_table, requirement forced) pieces of one section in reading order."""
         out: list[tuple[Span, bool, bool]] = []
         count = self.tokenizer.count
@@ -363,12 +376,16 @@ class SectionChunker(Chunker):
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
             for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
-                out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece)))
+                out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece, sentences)))
         return out
 
     @staticmethod
-    def _inside_requirement(text: str, piece: Span) -> bool:
-        """True when the piece cuts through a sentence whose other part carries a requirement keyword."""
+    def _inside_requirement(text: str, piece: Span, sentences: dict[Span, _Sentences]) -> bool:
+        """True when the piece cuts through a sentence whose other part carries a requirement keyword.
+
+        A paragraph's sentences are split once per chunk() call (`sentences`): text without blank lines
+        is one paragraph, and re-splitting it for every piece made sectioning quadratic.
+        """
         s, e = piece
         para_start = text.rfind("\n\n", 0, s) + 1
         para_end_raw = text.find("\n\n", e)
@@ -376,9 +393,20 @@ class SectionChunker(Chunker):
         before, after = trim_span(text, para_start, s), trim_span(text, e, para_end)
         if before[0] == before[1] and after[0] == after[1]:
             return False  # only whitespace around the piece: trimmed sentences cannot stick out of it
-        for ss, se in sentence_spans(text, para_start, para_end):
-            if ss < e and se > s and (ss < s or se > e) and _REQUIREMENT.search(text, ss, se):
-                return True
+        key = (para_start, para_end)
+        found = sentences.get(key)
+        if found is None:
+            spans = sentence_spans(text, para_start, para_end)
+            found = sentences[key] = _Sentences(spans, [ss for ss, _ in spans], [se for _, se in spans])
+        # Sentences are disjoint and ordered: those overlapping the piece are a run, and only its first
+        # (may start before s) and last (may end after e) can stick out.
+        first = bisect_right(found.ends, s)
+        last = bisect_left(found.starts, e) - 1
+        for index in {first, last}:
+            if first <= index <= last:
+                ss, se = found.spans[index]
+                if (ss < s or se > e) and _REQUIREMENT.search(text, ss, se):
+                    return True
         return False
 
     def _draft(

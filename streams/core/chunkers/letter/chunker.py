@@ -523,7 +523,7 @@ class _Run:
             people=ents["people"][:2],
             metrics=ents["metrics"][:2],
             themes=themes,
-            amounts=enrich.MONEY.findall(plain)[:2],
+            amounts=enrich.amounts(plain)[:2],
             years=temporal["comparison_years"],
             future=temporal["future_outlook"],
             rows=table["row_count"] if table else 0,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 COMPANIES: tuple[str, ...] = (
@@ -250,7 +252,9 @@ LOGISTICS = re.compile(
     r"shareholder-designated|reservations?|buses|ticket|Civic Auditorium|Qwest|10-K",
     re.I,
 )
-YEAR = re.compile(r"(?<![\d$.,])(19[2-9]\d|20[0-4]\d)(?![\d,%])")
+# A year 1920-2049 not preceded by a digit, "$", "." or ",": (?<![\d$.,])(19[2-9]\d|20[0-4]\d), with each
+# lookbehind moved after the leading digit so that re scans for "1"/"2" instead of trying every position.
+YEAR = re.compile(r"((?:1(?<![\d$.,]1)9[2-9]|2(?<![\d$.,]2)0[0-4])\d)(?![\d,%])")
 MONEY = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?(?:\s(?:million|billion|trillion))?")
 PERCENT = re.compile(r"\d+(?:\.\d+)?%")
 FUTURE = re.compile(
@@ -265,6 +269,64 @@ DANGLING_START = re.compile(r"^(?:this|that|these|those|it|such|the above|as not
 
 _CAP_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]*")
 
+# Characters that re.I matches to an ASCII letter but str.lower() does not map to it (or that change
+# length when lowered); without them a lowercase pattern over the lowered text finds exactly what the
+# re.I pattern finds in the text, and Python's re is several times faster without re.I.
+_FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
+REPORT_CITE = re.compile(r"last year[’']s (?:report|letter)", re.I)
+_LOWER_TWIN: dict[re.Pattern[str], re.Pattern[str]] = {
+    rx: re.compile(rx.pattern.lower())
+    for rx in (
+        MISTAKE_WORDS,
+        FIRST_PERSON,
+        PRINCIPLE_WORDS,
+        ACTIONABLE,
+        ACQUISITION,
+        LOGISTICS,
+        FUTURE,
+        REPORT_YEAR,
+        REPORT_CITE,
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """Derived forms of one chunk text; `_meta` asks a dozen questions of the same text."""
+
+    low: str
+    safe: bool  # low may stand in for text under re.I patterns (see _FOLD_TRAPS)
+    flat: str
+    flat_low: str
+    sentences: list[str]
+
+
+@functools.lru_cache(maxsize=8)
+def _view(text: str) -> _View:
+    flat = " ".join(text.split())
+    sents = [s.strip() for s in SENTENCE_SPLIT.split(flat) if s.strip()]
+    return _View(text.lower(), not _FOLD_TRAPS.search(text), flat, flat.lower(), sents)
+
+
+def _search(rx: re.Pattern[str], text: str, low: str, safe: bool) -> bool:
+    """rx.search(text) for an re.I pattern, on the lowered text when that is equivalent."""
+    return bool(_LOWER_TWIN[rx].search(low) if safe else rx.search(text))
+
+
+def _findall(rx: re.Pattern[str], text: str, low: str, safe: bool) -> list[Any]:
+    return _LOWER_TWIN[rx].findall(low) if safe else rx.findall(text)
+
+
+def _any_sentence(v: _View, first: re.Pattern[str], second: re.Pattern[str]) -> bool:
+    """Whether one sentence matches both re.I patterns.
+
+    A sentence is a stretch of the flat text bounded by spaces or its ends, so a match in a sentence
+    is a match in the flat text: when either pattern misses the flat text no sentence can match.
+    """
+    if not (_search(first, v.flat, v.flat_low, v.safe) and _search(second, v.flat, v.flat_low, v.safe)):
+        return False
+    return any(first.search(s) and second.search(s) for s in v.sentences)
+
 
 def _gazetteer(names: Iterable[str]) -> dict[str, list[str]]:
     """Names indexed by their leading capitalised word, longest first: one scan of capitals per chunk."""
@@ -277,6 +339,8 @@ def _gazetteer(names: Iterable[str]) -> dict[str, list[str]]:
 
 _COMPANY_RE = _gazetteer(COMPANIES)
 _PEOPLE_RE = _gazetteer(PEOPLE)
+_BOTH = (_COMPANY_RE, _PEOPLE_RE)
+_HEADS = frozenset(_COMPANY_RE) | frozenset(_PEOPLE_RE)
 _METRIC_RE = [(name, re.compile(p)) for name, p in METRICS.items()]
 # Substrings each metric pattern cannot match without (one of them must occur): `in` is far cheaper
 # than a regex search, and most metrics are absent from most chunks.
@@ -312,22 +376,29 @@ def _canon(name: str) -> str:
     return name.replace("’", "'")
 
 
-def _found(index: dict[str, list[str]], text: str) -> list[str]:
-    seen: list[str] = []
+def _found(indexes: Sequence[dict[str, list[str]]], text: str) -> list[list[str]]:
+    """Gazetteer names per index in order of first mention: one scan of the capitals serves them all."""
+    seen: list[list[str]] = [[] for _ in indexes]
+    heads = _HEADS if indexes is _BOTH else frozenset(h for index in indexes for h in index)
     for m in _CAP_WORD.finditer(text):
-        for name in index.get(m.group(0), ()):
-            end = m.start() + len(name)
-            if text.startswith(name, m.start()) and not text[end : end + 1].isalpha():
-                key = _canon(name)
-                if key not in seen:
-                    seen.append(key)
-                break
+        word = m.group(0)
+        if word not in heads:
+            continue
+        at = m.start()
+        for index, names in zip(indexes, seen, strict=True):
+            for name in index.get(word, ()):
+                end = at + len(name)
+                if text.startswith(name, at) and not text[end : end + 1].isalpha():
+                    key = _canon(name)
+                    if key not in names:
+                        names.append(key)
+                    break
     return seen
 
 
 def _metrics(text: str) -> list[str]:
     """Metric names in order of first mention; patterns are lowercase and scan the lowered text."""
-    low = text.lower()
+    low = _view(text).low
     hits = [
         (m.start(), name)
         for name, rx, needles in _METRIC_SCAN
@@ -338,7 +409,7 @@ def _metrics(text: str) -> list[str]:
 
 def entities(text: str) -> dict[str, list[str]]:
     """Companies and people by gazetteer (plus "X Company" names), metrics by pattern, first mention first."""
-    companies = _found(_COMPANY_RE, text)
+    companies, people = _found(_BOTH, text)
     for m in NAME_SUFFIX.finditer(text):
         name = (m.group(0)).strip()
         if name not in companies and not name.startswith(("The ", "Our ", "This ")):
@@ -346,38 +417,40 @@ def entities(text: str) -> dict[str, list[str]]:
     companies = [c for c in companies if not any(c != o and c in o for o in companies)]
     return {
         "companies": companies[:12],
-        "people": _found(_PEOPLE_RE, text)[:12],
+        "people": people[:12],
         "metrics": _metrics(text),
     }
 
 
-def _keyword_rank(table: dict[str, tuple[str, ...]], text: str, minimum: int) -> list[str]:
-    low = text.lower()
+def _keyword_rank(table: dict[str, tuple[str, ...]], text: str, minimum: int, low: str | None = None) -> list[str]:
+    low = text.lower() if low is None else low
     scored = []
     for order, (name, words) in enumerate(table.items()):
-        hits = sum(low.count(w) for w in words)
+        hits = sum(map(low.count, words))
         if hits >= minimum:
             scored.append((-hits, order, name))
     return [name for _, _, name in sorted(scored)]
 
 
 def themes(text: str) -> list[str]:
-    return _keyword_rank(THEMES, text, 2)[:4]
+    return _keyword_rank(THEMES, text, 2, _view(text).low)[:4]
 
 
 def buffett_concepts(text: str) -> list[str]:
-    return _keyword_rank(CONCEPTS, text, 1)[:4]
+    return _keyword_rank(CONCEPTS, text, 1, _view(text).low)[:4]
 
 
 def sentences(text: str) -> list[str]:
-    flat = " ".join(text.split())
-    return [s.strip() for s in SENTENCE_SPLIT.split(flat) if s.strip()]
+    return list(_view(text).sentences)
 
 
 def principles(text: str) -> list[dict[str, str]]:
     """Sentences stating a rule Berkshire follows: principle/policy/belief wording and an actionable verb."""
+    v = _view(text)
     found: list[dict[str, str]] = []
-    for sent in sentences(text):
+    if not _search(PRINCIPLE_WORDS, v.flat, v.flat_low, v.safe):
+        return found  # no sentence can have the wording (see _any_sentence)
+    for sent in v.sentences:
         if len(sent) > 320 or not PRINCIPLE_WORDS.search(sent) or not ACTIONABLE.search(sent):
             continue
         cats = _keyword_rank(THEMES, sent, 1)
@@ -391,27 +464,32 @@ def content_type(text: str, has_table: bool) -> str:
     """§3.1 in priority order: table, first-person mistake, actionable principle, narrative."""
     if has_table:
         return "financial_table"
-    sents = sentences(text)
-    if any(MISTAKE_WORDS.search(s) and FIRST_PERSON.search(s) for s in sents):
+    v = _view(text)
+    if _any_sentence(v, MISTAKE_WORDS, FIRST_PERSON):
         return "mistake_confession"
-    if any(PRINCIPLE_WORDS.search(s) and ACTIONABLE.search(s) for s in sents):
+    if _any_sentence(v, PRINCIPLE_WORDS, ACTIONABLE):
         return "principle_statement"
     return "narrative"
 
 
 def retrieval_priority(text: str, ctype: str) -> str:
     """§3.2: tables, principles, mistakes, acquisitions high; logistics low; the rest medium."""
-    if ctype != "narrative" or ACQUISITION.search(text):
+    if ctype != "narrative":
         return "high"
-    if len(LOGISTICS.findall(text)) >= 2:
+    v = _view(text)
+    if _search(ACQUISITION, text, v.low, v.safe):
+        return "high"
+    if len(_findall(LOGISTICS, text, v.low, v.safe)) >= 2:
         return "low"
     return "medium"
 
 
 def abstraction_level(text: str, ents: dict[str, list[str]]) -> str:
     """§3.3: dense numbers/dates/names -> low, none -> high (pure philosophy), otherwise medium."""
-    words = max(1, len(text.split()))
-    specifics = len(MONEY.findall(text)) + len(PERCENT.findall(text)) + len(YEAR.findall(text))
+    flat = _view(text).flat
+    words = max(1, flat.count(" ") + 1 if flat else 0)
+    money, percent, found_years = _figures(text)
+    specifics = len(money) + len(percent) + len(found_years)
     specifics += len(ents["companies"]) + len(ents["people"])
     density = specifics * 100 / words
     if density >= 3:
@@ -421,12 +499,25 @@ def abstraction_level(text: str, ents: dict[str, list[str]]) -> str:
     return "medium"
 
 
+@functools.lru_cache(maxsize=8)
+def _figures(text: str) -> tuple[list[str], list[str], list[str]]:
+    """MONEY, PERCENT and YEAR matches of a chunk, found once for the several fields that use them."""
+    percent = PERCENT.findall(text) if "%" in text else []
+    return MONEY.findall(text), percent, YEAR.findall(text)
+
+
+def amounts(text: str) -> list[str]:
+    """Money amounts in order of mention."""
+    return list(_figures(text)[0])
+
+
 def has_financial_data(text: str) -> bool:
-    return bool(MONEY.search(text) or PERCENT.search(text))
+    money, percent, _ = _figures(text)
+    return bool(money or percent)
 
 
 def years(text: str) -> list[int]:
-    return sorted({int(y) for y in YEAR.findall(text)})
+    return sorted({int(y) for y in _figures(text)[2]})
 
 
 def temporal(text: str, letter_year: int) -> dict[str, Any]:
@@ -434,16 +525,17 @@ def temporal(text: str, letter_year: int) -> dict[str, Any]:
     return {
         "primary_year": letter_year,
         "comparison_years": comparison,
-        "future_outlook": bool(FUTURE.search(text)),
+        "future_outlook": _search(FUTURE, text, _view(text).low, _view(text).safe),
     }
 
 
 def cross_references(text: str, letter_year: int, own_title: str, titles: Iterable[str]) -> dict[str, Any]:
     """Other headings named in the chunk, and years of earlier letters the chunk cites."""
-    low = text.lower()
+    v = _view(text)
+    low = v.low
     related = sorted({t for t in titles if t and t != own_title and len(t) > 4 and t.lower() in low})
-    cited = {int(y) for y in REPORT_YEAR.findall(text)}
-    if letter_year and re.search(r"last year[’']s (?:report|letter)", text, re.I):
+    cited = {int(y) for y in _findall(REPORT_YEAR, text, low, v.safe)}
+    if letter_year and _search(REPORT_CITE, text, low, v.safe):
         cited.add(letter_year - 1)
     cited.discard(letter_year)
     return {"related_sections_same_letter": related, "related_years": sorted(cited)}

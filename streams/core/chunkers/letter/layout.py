@@ -33,6 +33,9 @@ SP_TITLE = re.compile(
     r"\b[A-Z][\w&.-]*(?: [A-Z][\w&.-]*){0,3}[’']s\s+(?:Corporate\s+)?Performance\s+vs\.?\s+the\s+S&P\s+500"
 )
 DOT_LEADER = re.compile(r"\.{3,}|(?:\.\s){3,}")
+# Found exactly where DOT_LEADER is found (presence only), but led by a literal "." that re can skip to
+# instead of trying both alternatives at every position.
+_DOT_LEADER_PROBE = re.compile(r"\.(?:\.\.|\s\.\s\.\s)")
 NUMERIC_TOKEN = re.compile(r"^[\$(]*[-–]?\$?\.?\d[\d,.]*%?\)?%?\*?$")
 SENTENCE_PUNCT = re.compile(r"[A-Za-z)\]”\"’'][.?!](?:\s|$|[”\"’')])")
 ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z’'\-]*")
@@ -89,11 +92,13 @@ def numeric_tokens(s: str) -> int:
 
 
 def is_aligned(s: str) -> bool:
-    return bool(ALIGNED.search(s.strip())) or s.count("|") >= 2
+    """Two fields apart (ALIGNED needs two spaces or a tab, checked first as substrings) or a pipe row."""
+    gap = "  " in s or "\t" in s
+    return (gap and bool(ALIGNED.search(s.strip()))) or s.count("|") >= 2
 
 
 def has_dot_leader(s: str) -> bool:
-    return bool(DOT_LEADER.search(s))
+    return bool(_DOT_LEADER_PROBE.search(s))
 
 
 def is_normal_line(s: str) -> bool:
@@ -115,7 +120,7 @@ def is_tabular(s: str) -> bool:
         return numeric_tokens(s) >= 1 or set(s) <= set("|-: ")
     if has_dot_leader(s) and numeric_tokens(s) >= 1:
         return True
-    return numeric_tokens(s) >= 2 and is_aligned(s)
+    return is_aligned(s) and numeric_tokens(s) >= 2  # alignment first: it is the cheap, rarer test
 
 
 def _tableish(line: Line) -> bool:
@@ -170,7 +175,7 @@ def classify_lines(lines: Sequence[Line], begin: int) -> None:
             ln.kind = "pagenum"
         elif SEPARATOR.match(s):
             ln.kind = "separator"
-        elif (SIGNATURE.search(ln.raw) and len(s.split()) <= 8) or CHAIRMAN.match(s):
+        elif ("Buffett" in ln.raw and SIGNATURE.search(ln.raw) and len(s.split()) <= 8) or CHAIRMAN.match(s):
             ln.kind = "signature"
 
 

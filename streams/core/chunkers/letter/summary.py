@@ -28,8 +28,15 @@ _WORD = re.compile(r"[A-Za-z0-9$%’'\-]+")
 _SENT_END = re.compile(r"[.?!](?=\s|$)")
 
 
+# Lowering these two turns a non-word character into word characters; without them, lowering the
+# whole text first yields exactly the lowered words (one C pass instead of one per word).
+_LOWER_TRAPS = ("\u0130", "\u212a")
+
+
 def _words(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    if any(t in text for t in _LOWER_TRAPS):
+        return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    return _WORD.findall(text.lower().replace("’", "'"))
 
 
 def validate_summary(summary: str, chunk_text: str) -> list[str]:
@@ -73,7 +80,7 @@ def _shared_run(summary: str, text: str) -> bool:
 def _grams(text: str) -> frozenset[tuple[str, ...]]:
     """The chunk's word runs; `compose` validates many candidate summaries against one chunk."""
     tw = _words(text)
-    return frozenset(tuple(tw[i : i + SHARED_RUN]) for i in range(len(tw) - SHARED_RUN + 1))
+    return frozenset(zip(*(tw[i:] for i in range(SHARED_RUN)), strict=False))
 
 
 @dataclass(slots=True)
