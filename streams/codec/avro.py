@@ -59,8 +59,10 @@ class SchemaSet:
         self.expanded: dict[str, Any] = dict(zip(order, expanded, strict=True))
         self.current: dict[str, Any] = {s: parse_schema(e, named_schemas={}) for s, e in self.expanded.items()}
         self.fingerprints: dict[bytes, tuple[str, Any]] = {}
+        # computed once: the canonical form plus CRC-64 cost more than encoding a chunk record
+        self.current_fingerprint: dict[str, bytes] = {s: self.fingerprint(c) for s, c in self.current.items()}
         for subject, schema in self.current.items():
-            self.fingerprints[self.fingerprint(schema)] = (subject, schema)
+            self.fingerprints[self.current_fingerprint[subject]] = (subject, schema)
         for path in sorted((schema_dir / "history").glob("*/*.avsc")):
             subject = path.parent.name
             old = parse_schema(_load_json(path), named_schemas={})
@@ -148,7 +150,7 @@ class AvroCodec:
         body = _write(schema, _to_avro_datum(subject, record, self.schemas))
         if self.registry is not None:
             return struct.pack(">bI", CONFLUENT_MAGIC, self._schema_id(subject, topic or subject)) + body
-        return SINGLE_OBJECT_MARKER + self.schemas.fingerprint(schema) + body
+        return SINGLE_OBJECT_MARKER + self.schemas.current_fingerprint[subject] + body
 
     def decode(self, subject: str, data: bytes) -> dict[str, Any]:
         reader = self.schemas.current[subject]
