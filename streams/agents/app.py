@@ -10,6 +10,7 @@ import time
 
 import faust
 
+from streams.agents.transport import Transport
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
@@ -71,6 +72,8 @@ def make_app(role: str, settings: Settings) -> faust.App:
         stream_wait_empty=False,
         topic_disable_leader=True,
     )
+    # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
+    app.transport = Transport(app.conf.broker_consumer, app)
     return app
 
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,26 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen | None = Non
                 return
         time.sleep(0.1)
     raise ServiceError(f"nothing listened on port {port} within {timeout:.0f}s")
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while a process of the group runs (zombies, already dead but not yet reaped, do not count)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with suppress(ProcessLookupError):  # the whole group is gone already
+        os.killpg(pgid, signum)
 
 
 def _binary(name: str) -> str:
@@ -76,19 +96,37 @@ class EmbeddedProcess:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+        """SIGTERM the process group and wait until every process in it is gone.
+
+        The launchers (`noida-db`, `secantusd-py`) are Python wrappers that exit at once on SIGTERM while
+        the server they started is still saving its data; returning then lets a restart on the same
+        port and data directory race the old server ("already running", or clients reaching the old one).
+        """
+        if self.proc is None:
             return
-        os.killpg(self.proc.pid, signal.SIGTERM)
+        if self.proc.poll() is None or _group_alive(self.proc.pid):
+            _signal_group(self.proc.pid, signal.SIGTERM)
+        if not self._wait_group(timeout):
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self._wait_group(timeout)
+
+    def kill(self) -> None:
+        if self.proc is not None and (self.proc.poll() is None or _group_alive(self.proc.pid)):
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self._wait_group(10.0)
+
+    def _wait_group(self, timeout: float) -> bool:
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            return False
+        while _group_alive(self.proc.pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
 
     @property
     def address(self) -> str:

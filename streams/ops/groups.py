@@ -6,6 +6,11 @@ for the dead member's JoinGroup or SyncGroup forever and every live member sits 
 COMPLETING_REBALANCING with a dead leader). The process that owns the embedded broker stands in for the
 session timeout: every worker names itself `<role>.p<pid>.<host>` as client id, and the janitor sends
 LeaveGroup for members whose process on this host is gone. Production brokers never need it.
+
+The same missing timeout strands a live process's old membership: a consumer told its generation is stale
+(a replica joined, or the broker restarted and forgot the group) rejoins under a new member id, and the
+group then waits for the old id's JoinGroup forever (PREPARING_REBALANCING, the process listed twice).
+While a group rebalances, the janitor also expires every membership of a process but its newest.
 """
 
 from __future__ import annotations
@@ -56,7 +61,9 @@ class DeadMember:
 
 
 def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
-    """Members of every group whose client id names a process on this host that no longer runs."""
+    """Members of every group whose client id names a process on this host that no longer runs, and,
+    in a group that is rebalancing, older memberships of a live process that has rejoined under a new id."""
+    from confluent_kafka import ConsumerGroupState
     from confluent_kafka.admin import AdminClient
 
     from streams.ops.topics import KAFKA_LOG
@@ -71,11 +78,33 @@ def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
             description = future.result()
         except Exception:  # a group that vanished meanwhile has no members to expire
             continue
+        live: dict[str, list[str]] = {}
         for member in description.members:
             match = _CLIENT_ID.match(member.client_id or "")
-            if match and match["host"] == host and not process_alive(int(match["pid"])):
+            if not match or match["host"] != host:
+                continue
+            if process_alive(int(match["pid"])):
+                live.setdefault(member.client_id, []).append(member.member_id)
+            else:
                 found.append(DeadMember(group, member.member_id, member.client_id))
+        if description.state != ConsumerGroupState.STABLE:
+            found.extend(superseded(group, live))
     return found
+
+
+def superseded(group: str, memberships: dict[str, list[str]]) -> list[DeadMember]:
+    """All but the newest member id of each process (client id) listed more than once in a group.
+
+    A consumer holds one membership per group; noida-db's member ids are `<client id>-<time-ordered id>`,
+    so the greatest is the current one. Were it ever the wrong one, the live consumer would only be told
+    its id is unknown and rejoin.
+    """
+    return [
+        DeadMember(group, member_id, client)
+        for client, member_ids in memberships.items()
+        if len(member_ids) > 1
+        for member_id in sorted(member_ids)[:-1]
+    ]
 
 
 async def _leave(bootstrap: str, members: list[DeadMember]) -> None:

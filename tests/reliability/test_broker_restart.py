@@ -1,0 +1,170 @@
+"""The embedded broker is stopped (SIGTERM) and started again on the same port and data directory while
+the workers and the MongoDB sink keep running.
+
+Why: a broker restart (upgrade, crash, node move) must cost time, never data. Every client reconnects on
+its own: the faust workers (assembler, chunker), the sink and the test's collector; the pages published
+before the restart, those in flight and those published after end as exactly the chunks of a clean run,
+stored once. noida-db forgets every consumer group when it restarts (generations start again at 1, members
+are unknown), so each restart is also a rebalance of every group before or between commits.
+
+Known limits (why the second test is opt-in, STREAMS_TEST_BROKER_INFLIGHT=1; it fails about half the runs here):
+
+- noida-db 0.2.3 can lose produce requests it has acknowledged (acks=all) when SIGTERM arrives while they
+  are in flight. Reproduced without the pipeline: eight producers sending 200 KB records, SIGTERM after
+  50-260 ms, restart: in 2 of 8 rounds records acknowledged at offsets 252-254 of a partition were gone,
+  its end offset after the restart being 244. In the pipeline that is a chunk record the chunker sent just
+  before the stop (position 0 of a document whose positions 1-3 are there, under the offsets position 0
+  had been given); the chunker's input offset is committed, so nothing re-publishes it. A real Kafka
+  broker does not acknowledge what it has not logged.
+- Now and then the chunker stops consuming one partition of `documents.assembled` after the restart (its
+  committed offset stays at -1 or below the end; the group is stable and owns the partition). Not pinned
+  down: it is somewhere in faust's rebalance and recovery after a broker that forgot the group. The
+  restart with nothing in flight passes alone (4 of 4 runs, 14 s) but stalled once in a full-suite run
+  (19 of 20 documents published after the restart not chunked within 60 s), so both tests are opt-in
+  (STREAMS_TEST_BROKER_RESTART=1) until that is found.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ops.embedded import document_store
+from streams.ops.lag import group_lag
+from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages
+from streams.settings import Settings
+from tests.integration.conftest import pipeline_settings
+from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.embedded_only,  # a restart on the same port and data directory
+    pytest.mark.skipif(
+        os.environ.get("STREAMS_TEST_BROKER_RESTART") != "1",
+        reason="opt in with STREAMS_TEST_BROKER_RESTART=1: recovery after a noida-db restart stalls "
+        "intermittently (module docstring); tracked on the reliability issue",
+    ),
+]
+
+DOWN_S = 3.0
+
+
+def restart_settings(tmp_path: Path, store_address: str) -> Settings:
+    # Pages of one document may straddle the restart and the rejoin that follows it: no assembly timeout
+    # (4 s in the integration defaults) may turn that delay into a dead letter.
+    return pipeline_settings(
+        tmp_path, mongo_url=f"mongodb://{store_address}", sink_assignment="group", assembly_timeout_s=120.0
+    )
+
+
+def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -> None:
+    """Restart with nothing in flight: every client must rejoin, recover its tables and go on."""
+    before, after = documents(20, "idle-a"), documents(20, "idle-b")
+    expected_before, expected = expected_chunks(before), expected_chunks(before + after)
+    store = document_store(tmp_path).start()
+    settings = restart_settings(tmp_path, store.address)
+    try:
+        with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
+            live = pipeline.settings
+            assert pipeline.broker is not None
+            publish_pages(live, [p for d in before for p in d])
+            stored, _ = stored_chunks(live.mongo_url, len(expected_before), timeout=60)
+            assert stored == expected_before
+            wait_committed(live, timeout=30)  # chunker and sink done with the first batch: nothing in flight
+
+            pipeline.broker.stop()
+            time.sleep(DOWN_S)
+            pipeline.broker.start()
+            restarted_at = time.monotonic()
+
+            publish_pages(live, [p for d in after for p in d])
+            collector = Collector(live)
+            result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, settle=2.0)
+            recovered_s = time.monotonic() - restarted_at
+            collector.close()
+            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+            pipeline.check_workers()
+    finally:
+        store.stop()
+    report_and_check("between batches", before, after, expected, result, stored, rows, recovered_s)
+
+
+def report_and_check(
+    label: str,
+    before: list,
+    after: list,
+    expected: dict[str, str],
+    result: Collected,
+    stored: dict[str, str],
+    rows: int,
+    recovered_s: float,
+    extra: str = "",
+) -> None:
+    """Print the counts for the issue note, then demand exactly the clean run's chunks, each stored once."""
+    print(
+        f"\nbroker restart {label} ({DOWN_S:.0f}s down): {len(before)} + {len(after)} docs, "
+        f"{sum(map(len, before + after))} pages, {len(expected)} chunks expected;{extra} all settled "
+        f"{recovered_s:.1f}s after the restart; stored {len(stored)} ({rows} rows); "
+        f"dead letters {[(d.reason_code, d.doc_id) for d in result.dead]}; re-published {result.duplicates}"
+    )
+    assert {r.chunk_id: r.checksum for r in result.records()} == expected
+    assert not result.dead
+    assert stored == expected and rows == len(expected)
+
+
+def wait_committed(settings: Settings, timeout: float) -> None:
+    """Until the chunker and the Mongo sink have committed up to the end of their input topics."""
+    groups = {"streams-chunker-window": [settings.topics.documents], "streams-sink-mongo": [settings.topics.chunks]}
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = [row for group, topics in groups.items() for row in group_lag(settings, group, topics, timeout=5)]
+        if rows and all(row.committed == row.end for row in rows):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not committed to the end: {rows}")
+        time.sleep(0.5)
+
+
+@pytest.mark.skipif(
+    os.environ.get("STREAMS_TEST_BROKER_INFLIGHT") != "1",
+    reason="opt in with STREAMS_TEST_BROKER_INFLIGHT=1: fails about 1 run in 2 on noida-db 0.2.3, which can lose "
+    "produce requests it acknowledged when SIGTERM arrives while they are in flight (module docstring)",
+)
+def test_broker_restart_mid_run_loses_and_duplicates_nothing(tmp_path) -> None:
+    """Restart while documents are being chunked and stored: chunk records are in flight."""
+    before, after = documents(30, "restart-a"), documents(20, "restart-b")
+    expected = expected_chunks(before + after)
+    store = document_store(tmp_path).start()
+    settings = restart_settings(tmp_path, store.address)
+    try:
+        with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
+            live = pipeline.settings
+            assert pipeline.broker is not None
+            collector = Collector(live)
+            publish_pages(live, [p for d in before for p in d])
+            deadline = time.monotonic() + 60
+            while not collector.result.chunks and time.monotonic() < deadline:
+                collector.poll(0.2)  # restart as soon as chunks flow: documents are in flight
+            in_flight = len(collector.result.records())
+            assert in_flight, "no chunk before the restart"
+
+            port = pipeline.broker.port
+            pipeline.broker.stop()  # SIGTERM; the janitor stops with it
+            time.sleep(DOWN_S)
+            pipeline.broker.start()  # same arguments: same port and data directory; a new janitor
+            assert pipeline.broker.port == port
+            restarted_at = time.monotonic()
+
+            publish_pages(live, [p for d in after for p in d])
+            result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=40, settle=2.0)
+            recovered_s = time.monotonic() - restarted_at
+            collector.close()
+            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+            pipeline.check_workers()  # every worker and the sink survived the restart
+    finally:
+        store.stop()
+    extra = f" {in_flight} chunk records before the restart;"
+    report_and_check("mid run", before, after, expected, result, stored, rows, recovered_s, extra)

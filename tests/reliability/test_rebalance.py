@@ -1,0 +1,124 @@
+"""A consumer-group rebalance while documents are half-assembled: the first pages of many multi-page
+documents sit in one assembler's tables when a second assembler replica joins; the rest of the pages
+arrive after the rebalance, and then one replica is stopped (a second rebalance).
+
+Why: the pages of a document live in the assembler's changelogged tables, keyed by document. A partition
+that moves to another replica must take its half-assembled documents with it (table recovery from the
+changelog), so every document is still assembled, none is lost, dead-lettered or timed out, and the store
+holds each chunk once. At-least-once may re-publish chunks under the same ids (counted below).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from streams.ops.embedded import document_store
+from streams.ops.lag import group_lag
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.ops.topics import client_config
+from streams.settings import Settings
+from tests.integration.conftest import pipeline_settings
+from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
+
+pytestmark = pytest.mark.integration
+
+GROUP = "streams-assembler"
+
+
+def members(settings: Settings) -> dict[str, set[tuple[str, int]]]:
+    """client id -> (topic, partition) of pages.cleaned it owns, per member of the assembler group."""
+    admin = AdminClient(client_config(settings))
+    description = admin.describe_consumer_groups([GROUP], request_timeout=5)[GROUP].result()
+    return {
+        m.client_id: {
+            (tp.topic, tp.partition) for tp in m.assignment.topic_partitions if tp.topic == settings.topics.pages
+        }
+        for m in description.members
+    }
+
+
+def wait_split(settings: Settings, replicas: int, timeout: float) -> dict[str, set[tuple[str, int]]]:
+    """Until `replicas` members each own at least one page partition and together own them all."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, set[tuple[str, int]]] = {}
+    while time.monotonic() < deadline:
+        try:
+            seen = members(settings)
+        except Exception:  # the group is between generations
+            seen = {}
+        owned = [tp for tps in seen.values() for tp in tps]
+        if len(seen) == replicas and all(seen.values()) and len(set(owned)) == settings.partitions:
+            return seen
+        time.sleep(0.5)
+    raise AssertionError(f"the assembler group did not settle on {replicas} members: {seen}")
+
+
+def owned(split: dict[str, set[tuple[str, int]]]) -> list[list[int]]:
+    return sorted(sorted(p for _, p in tps) for tps in split.values())
+
+
+def wait_consumed(settings: Settings, timeout: float) -> None:
+    """Until the assembler group has committed every page published so far."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = group_lag(settings, GROUP, [settings.topics.pages], timeout=5)
+        if rows and all(r.committed == r.end for r in rows):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the assembler did not consume the first pages: {rows}")
+
+
+def test_rebalance_with_half_assembled_documents_assembles_each_once(tmp_path) -> None:
+    docs = documents(40, "rebalance", pages=(2, 4), page_words=(60, 200))
+    expected = expected_chunks(docs)
+    first = [d[0] for d in docs]
+    rest = [p for d in docs for p in d[1:]]
+    store = document_store(tmp_path).start()
+    # No document may time out while it waits for its other pages across two rebalances.
+    settings = pipeline_settings(
+        tmp_path, mongo_url=f"mongodb://{store.address}", sink_assignment="group", assembly_timeout_s=300.0
+    )
+    try:
+        with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
+            live = pipeline.settings
+            publish_pages(live, first)
+            wait_consumed(live, timeout=60)  # every document is now half-assembled in replica 1's tables
+            before = wait_split(live, 1, timeout=10)
+
+            pipeline.start_worker("assembler", replica=2)  # same command, same group: a rebalance
+            started = time.monotonic()
+            after = wait_split(live, 2, timeout=60)
+            rebalanced_s = time.monotonic() - started
+
+            publish_pages(live, rest)
+            pipeline.stop_worker("assembler")  # SIGTERM to the first replica: a second rebalance
+            collector = Collector(live)
+            result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=90, settle=2.0)
+            collector.close()
+            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+            survivor = wait_split(live, 1, timeout=30)
+            pipeline.check_workers()
+    finally:
+        store.stop()
+    print(
+        f"\nrebalance: {len(docs)} docs, {len(first)} first pages then {len(rest)} more; "
+        f"page partitions per assembler before {owned(before)}, after the join {owned(after)} "
+        f"({rebalanced_s:.1f}s), after the stop {owned(survivor)}; "
+        f"{len(expected)} chunks expected, {len(result.records())} on the topic, stored {len(stored)} ({rows} rows); "
+        f"dead letters {len(result.dead)}; re-published {result.duplicates}"
+    )
+    assert not result.dead  # no document dead-lettered (timeout, capacity, conflicting page)
+    assert {r.chunk_id: r.checksum for r in result.records()} == expected  # each document complete
+    assert stored == expected and rows == len(expected)  # the store holds each chunk once
+
+
+def test_janitor_keeps_only_the_newest_membership_of_a_process() -> None:
+    """The stale membership a rejoining consumer leaves behind is what stalls the rebalance above."""
+    from streams.ops.groups import superseded
+
+    one, two = "streams.assembler.p1.vm", "streams.assembler.p2.vm"
+    ids = {one: [f"{one}-0f65fb18-36f7", f"{one}-0f65fb17-5a6d"], two: [f"{two}-0f65fb18-2dd1"]}
+    assert [m.member_id for m in superseded("g", ids)] == [f"{one}-0f65fb17-5a6d"]
