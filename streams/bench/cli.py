@@ -183,6 +183,39 @@ def pipeline(
         out.print(f"{key}: target {verdict['target']} {'met' if verdict['met'] else 'missed'}")
 
 
+@bench_app.command("soak")
+def soak(
+    minutes: Annotated[float, typer.Option("--minutes", help="How long to publish.")] = 20.0,
+    rate: Annotated[float, typer.Option("--rate", help="Pages per second to publish.")] = 20.0,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategy to run (repeatable; default section).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A long steady run on the embedded broker, sampling each worker's resident memory (leak check)."""
+    from streams.bench.soak import run_soak
+
+    with _progress() as update:
+        report = run_soak(minutes, rate, strategy, progress=update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench soak: {report['minutes']} min, {report['pages']:,} pages, {report['docs']:,} docs")
+    for column in ("worker", "RSS start MiB", "end", "max", "MiB / 10 min", "MiB / 1,000 docs"):
+        table.add_column(column, justify="left" if column == "worker" else "right")
+    for role, w in report["workers"].items():
+        table.add_row(
+            role,
+            str(w["rss_start_mib"]),
+            str(w["rss_end_mib"]),
+            str(w["rss_max_mib"]),
+            str(w["slope_mib_per_10_min"]),
+            str(w["growth_mib_per_1000_docs"]),
+        )
+    out.print(table)
+    out.print(f"chunks {report['chunks']:,}, dead letters {report['dead_letters']}, missing {report['missing']}")
+
+
 @bench_app.command("sinks")
 def sinks(
     issued: Annotated[Path, typer.Argument(help="A document as issued.")],

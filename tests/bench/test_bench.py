@@ -275,3 +275,18 @@ def test_cli_pipeline_json_reports_end_to_end_and_scaling() -> None:
     assert report["ratio_to_in_process"] == pytest.approx(report["pages_per_s"] / report["in_process_pages_per_s"])
     assert set(report["scaling"]) >= {"one_worker_pages_per_s", "two_workers_pages_per_s"}
     assert report["scaling"]["two_workers_pages_per_s"] == report["two_workers"]["pages_per_s"]
+
+
+def test_soak_helpers_measure_memory_and_trend() -> None:
+    import os
+
+    from streams.bench.soak import _slope, rss_mib
+
+    assert _slope([(0, 1.0), (1, 3.0), (2, 5.0)]) == pytest.approx(2.0)
+    assert _slope([(0, 4.0)]) == 0.0
+    mine = rss_mib(os.getpid())
+    assert mine is not None and mine > 10  # this interpreter holds more than 10 MiB
+    held = bytearray(64 * 1024 * 1024)  # touch 64 MiB: RSS must follow
+    held[::4096] = b"x" * len(held[::4096])
+    assert rss_mib(os.getpid()) - mine > 50
+    del held
