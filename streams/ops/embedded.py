@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.ops.groups import GroupJanitor
+from streams.ops.groups import GroupJanitor, proc_stat
 
 
 class ServiceError(RuntimeError):
@@ -45,15 +45,13 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen | None = Non
 def _group_alive(pgid: int) -> bool:
     """True while a process of the group runs (zombies, already dead but not yet reaped, do not count)."""
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
+        if entry.isdigit():
+            try:
+                fields = proc_stat(entry)
+            except OSError:  # gone meanwhile
+                continue
+            if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
     return False
 
 

@@ -38,19 +38,27 @@ def client_id(role: str, pid: int | None = None) -> str:
     return f"streams.{safe}.p{pid or os.getpid()}.{_host()}"
 
 
+def proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state first, then ppid, pgrp, ...);
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return None
+
+
 def process_alive(pid: int) -> bool:
     """True while the process exists and is not a zombie (a killed child nobody has reaped yet)."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+        fields = proc_stat(pid)
     except OSError:  # pragma: no cover - no /proc (not Linux): fall back to signal 0
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return False
         return True
+    return fields is not None and fields[0] != "Z"
 
 
 @dataclass(frozen=True)
