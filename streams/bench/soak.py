@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import BenchError, Progress
-from streams.bench.pipeline import synthetic_documents
+from streams.bench.pipeline import synthetic_documents, warm_up
 
 
 def rss_mib(pid: int) -> float | None:
@@ -49,7 +49,7 @@ def run_soak(
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Publish at a steady rate for `minutes`, sample RSS per worker, then check every document came out."""
-    from streams.ops.pipeline import Collector, LocalPipeline, producer, publish_pages
+    from streams.ops.pipeline import Collector, LocalPipeline, producer
     from streams.settings import Settings
 
     chosen = list(strategies or ["section"])
@@ -64,9 +64,7 @@ def run_soak(
         with LocalPipeline(settings, chosen) as pipeline:
             live = pipeline.settings
             collector = Collector(live)
-            warm = synthetic_documents(1, seed=99)
-            publish_pages(live, warm[0])
-            collector.wait([(warm[0][0].doc_id, 0)], chosen, timeout=300)
+            warm_up(live, collector, chosen, timeout=300)
 
             def publisher() -> None:
                 out = producer(live)  # one producer for the whole run

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -60,35 +62,42 @@ def restart_settings(tmp_path: Path, store_address: str) -> Settings:
     )
 
 
-def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -> None:
-    """Restart with nothing in flight: every client must rejoin, recover its tables and go on."""
-    before, after = documents(20, "idle-a"), documents(20, "idle-b")
-    expected_before, expected = expected_chunks(before), expected_chunks(before + after)
+@contextmanager
+def restart_pipeline(tmp_path: Path) -> Iterator[LocalPipeline]:
+    """A window chunker and a group-mode MongoDB sink on an embedded broker that the test may restart."""
     store = document_store(tmp_path).start()
     settings = restart_settings(tmp_path, store.address)
     try:
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
-            live = pipeline.settings
             assert pipeline.broker is not None
-            publish_pages(live, [p for d in before for p in d])
-            stored, _ = stored_chunks(live.mongo_url, len(expected_before), timeout=60)
-            assert stored == expected_before
-            wait_committed(live, timeout=30)  # chunker and sink done with the first batch: nothing in flight
-
-            pipeline.broker.stop()
-            time.sleep(DOWN_S)
-            pipeline.broker.start()
-            restarted_at = time.monotonic()
-
-            publish_pages(live, [p for d in after for p in d])
-            collector = Collector(live)
-            result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, settle=2.0)
-            recovered_s = time.monotonic() - restarted_at
-            collector.close()
-            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
-            pipeline.check_workers()
+            yield pipeline
     finally:
         store.stop()
+
+
+def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -> None:
+    """Restart with nothing in flight: every client must rejoin, recover its tables and go on."""
+    before, after = documents(20, "idle-a"), documents(20, "idle-b")
+    expected_before, expected = expected_chunks(before), expected_chunks(before + after)
+    with restart_pipeline(tmp_path) as pipeline:
+        live = pipeline.settings
+        publish_pages(live, [p for d in before for p in d])
+        stored, _ = stored_chunks(live.mongo_url, len(expected_before), timeout=60)
+        assert stored == expected_before
+        wait_committed(live, timeout=30)  # chunker and sink done with the first batch: nothing in flight
+
+        pipeline.broker.stop()
+        time.sleep(DOWN_S)
+        pipeline.broker.start()
+        restarted_at = time.monotonic()
+
+        publish_pages(live, [p for d in after for p in d])
+        collector = Collector(live)
+        result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, settle=2.0)
+        recovered_s = time.monotonic() - restarted_at
+        collector.close()
+        stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+        pipeline.check_workers()
     report_and_check("between batches", before, after, expected, result, stored, rows, recovered_s)
 
 
@@ -137,34 +146,28 @@ def test_broker_restart_mid_run_loses_and_duplicates_nothing(tmp_path) -> None:
     """Restart while documents are being chunked and stored: chunk records are in flight."""
     before, after = documents(30, "restart-a"), documents(20, "restart-b")
     expected = expected_chunks(before + after)
-    store = document_store(tmp_path).start()
-    settings = restart_settings(tmp_path, store.address)
-    try:
-        with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
-            live = pipeline.settings
-            assert pipeline.broker is not None
-            collector = Collector(live)
-            publish_pages(live, [p for d in before for p in d])
-            deadline = time.monotonic() + 60
-            while not collector.result.chunks and time.monotonic() < deadline:
-                collector.poll(0.2)  # restart as soon as chunks flow: documents are in flight
-            in_flight = len(collector.result.records())
-            assert in_flight, "no chunk before the restart"
+    with restart_pipeline(tmp_path) as pipeline:
+        live = pipeline.settings
+        collector = Collector(live)
+        publish_pages(live, [p for d in before for p in d])
+        deadline = time.monotonic() + 60
+        while not collector.result.chunks and time.monotonic() < deadline:
+            collector.poll(0.2)  # restart as soon as chunks flow: documents are in flight
+        in_flight = len(collector.result.records())
+        assert in_flight, "no chunk before the restart"
 
-            port = pipeline.broker.port
-            pipeline.broker.stop()  # SIGTERM; the janitor stops with it
-            time.sleep(DOWN_S)
-            pipeline.broker.start()  # same arguments: same port and data directory; a new janitor
-            assert pipeline.broker.port == port
-            restarted_at = time.monotonic()
+        port = pipeline.broker.port
+        pipeline.broker.stop()  # SIGTERM; the janitor stops with it
+        time.sleep(DOWN_S)
+        pipeline.broker.start()  # same arguments: same port and data directory; a new janitor
+        assert pipeline.broker.port == port
+        restarted_at = time.monotonic()
 
-            publish_pages(live, [p for d in after for p in d])
-            result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=40, settle=2.0)
-            recovered_s = time.monotonic() - restarted_at
-            collector.close()
-            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
-            pipeline.check_workers()  # every worker and the sink survived the restart
-    finally:
-        store.stop()
+        publish_pages(live, [p for d in after for p in d])
+        result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=40, settle=2.0)
+        recovered_s = time.monotonic() - restarted_at
+        collector.close()
+        stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+        pipeline.check_workers()  # every worker and the sink survived the restart
     extra = f" {in_flight} chunk records before the restart;"
     report_and_check("mid run", before, after, expected, result, stored, rows, recovered_s, extra)
