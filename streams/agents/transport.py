@@ -18,7 +18,16 @@ again from the committed offsets. Three things break that, each silently:
    tp ... since recovery start"). Here such records are not dropped: the partition is rewound to the
    first of them, unless something sought it elsewhere meanwhile.
 
-All three happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
+4. faust's commit rule skips a missing message at the head of the acked offsets: it treats the committed
+   offset as the last one processed (it is the next one to read) and forgets a committed offset of 0. So
+   when the first message after an assignment was skipped and the next one processed, the commit moved
+   past the skipped one and it was lost (a replay from offset 0 lost a whole document this way). Here a
+   commit only moves through a contiguous run that starts at the committed position, and a skipped
+   message is fetched again: its partition is rewound to it once flow resumes. faust's Cython stream
+   iterator skips such a message without telling the consumer at all, so the pure-Python iterator,
+   which acks it (and so reaches the refusal here), is used instead.
+
+All of them happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
 
@@ -29,8 +38,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiokafka import TopicPartition
+from faust import streams as faust_streams
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP, Message
+from intervaltree import IntervalTree
 
 log = logging.getLogger("streams.agents")
 
@@ -43,33 +54,76 @@ class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
         consumer = self._ensure_consumer()
         changelogs = self.app.tables.changelog_topics
         committed: dict[TP, int] = {}
+        starts: dict[TP, int] = {}
         for tp in consumer.assignment():
             offset = await consumer.committed(tp)
             committed[tp] = offset
             if offset is not None and offset >= 0:
                 consumer.seek(tp, offset)
+                starts[TP(tp.topic, tp.partition)] = offset
             elif tp.topic not in changelogs:
                 await consumer.seek_to_beginning(TopicPartition(tp.topic, tp.partition))
+                starts[TP(tp.topic, tp.partition)] = await consumer.position(tp)
+        self.consumer.on_sought(starts)
         return committed
 
-    async def rewind(self, tp: TP, first: int, after: int) -> bool:
+    async def rewind(self, tp: TP, first: int, after: int | None) -> bool:
+        """Seek back to `first` if the position is still `after` (or, with None, anywhere past `first`)."""
         return await self.call_thread(self._rewind, TopicPartition(tp.topic, tp.partition), first, after)
 
-    async def _rewind(self, tp: TopicPartition, first: int, after: int) -> bool:
+    async def _rewind(self, tp: TopicPartition, first: int, after: int | None) -> bool:
         consumer = self._ensure_consumer()
-        if tp not in consumer.assignment() or await consumer.position(tp) != after:
-            return False  # reassigned or sought meanwhile: that position wins
+        if tp not in consumer.assignment():
+            return False
+        position = await consumer.position(tp)
+        if position <= first if after is None else position != after:
+            return False  # sought meanwhile: that position wins
         consumer.seek(tp, first)
         return True
 
 
 class SeekingConsumer(driver.Consumer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._start: dict[TP, int] = {}  # where each partition was sought to on assignment (faust drops 0)
+        self._head: dict[TP, int] = {}  # the offset the next fetched record of a partition should have
+        self._refetch: dict[TP, int] = {}  # lowest skipped offset per partition, to fetch again
+
     def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
         return SeekingConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     _thread: SeekingConsumerThread
 
+    def on_sought(self, starts: Mapping[TP, int]) -> None:
+        """Every partition was just sought to its committed position: all after it is fetched again."""
+        self._start.update(starts)
+        self._head.update(starts)
+        for tp in starts:
+            self._refetch.pop(tp, None)
+
+    def _new_offset(self, tp: TP) -> int | None:
+        base = self._committed_offset[tp]
+        if base is None:
+            base = self._start.get(tp)
+        acked = self._acked[tp]
+        if base is not None and acked:
+            stale = [offset for offset in acked if offset < base]
+            if stale:  # redelivered before the seek; committing them would move the commit backwards
+                acked[:] = [offset for offset in acked if offset >= base]
+                self._acked_index[tp].difference_update(stale)
+            gaps: IntervalTree = self._gap[tp]
+            if base not in self._acked_index[tp] and not gaps.overlaps(base):
+                return None  # the next message to commit is not processed yet (or was skipped)
+        return super()._new_offset(tp)
+
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:
+        if self._refetch and self.flow_active and self.app.flow_control.is_active():
+            for tp, offset in list(self._refetch.items()):
+                del self._refetch[tp]
+                if await self._thread.rewind(tp, offset, None):
+                    self._read_offset[tp] = offset or None
+                    self._head[tp] = offset
+                    log.warning("rewound %s-%s to %s: skipped mid-rebalance", tp.topic, tp.partition, offset)
         records, active = await super()._wait_next_records(timeout)
         if not records or active is None:
             return records, active
@@ -81,12 +135,21 @@ class SeekingConsumer(driver.Consumer):
         for tp, batch in idle.items():  # faust would discard these; fetch them again once tp is active
             if await self._thread.rewind(tp, batch[0].offset, batch[-1].offset + 1):
                 log.warning("rewound %s-%s to %s: fetched while paused", tp.topic, tp.partition, batch[0].offset)
-        return {tp: batch for tp, batch in records.items() if tp not in idle}, active
+        records = {tp: batch for tp, batch in records.items() if tp not in idle}
+        for tp, batch in records.items():
+            expected = self._head.get(tp)
+            if batch and expected is not None and batch[0].offset >= expected:
+                del self._head[tp]
+                if batch[0].offset > expected:  # compacted away or control records: nothing to process there
+                    self._gap[tp].addi(expected, batch[0].offset)
+        return records, active
 
     def ack(self, message: Message) -> bool:
         # The same test faust's stream makes before it skips (and then acks) a message mid-rebalance.
         if not self.app.flow_control.is_active() or message.generation_id != self.app.consumer_generation_id:
             log.debug("not acking %s-%s@%s: skipped mid-rebalance", message.topic, message.partition, message.offset)
+            tp = message.tp
+            self._refetch[tp] = min(self._refetch.get(tp, message.offset), message.offset)
             return False
         return super().ack(message)
 
@@ -95,3 +158,7 @@ class Transport(driver.Transport):
     """Set as `app.transport` right after the app is created (before any topic is declared)."""
 
     Consumer = SeekingConsumer
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        faust_streams._CStreamIterator = None  # read per stream; see point 4 above

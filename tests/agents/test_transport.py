@@ -1,0 +1,101 @@
+"""The commit rule of the faust transport: a commit never moves past a message that was not processed.
+
+These drive the consumer's offset bookkeeping directly (no broker): the rule is pure logic, and the
+failure it prevents (a replay from offset 0 losing its first document) only shows under load otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from faust.transport.drivers import aiokafka as driver
+from faust.types import TP
+
+from streams.agents.app import make_app
+from streams.agents.transport import SeekingConsumer
+from streams.settings import Settings
+
+TOPIC = "documents.assembled"
+tp = TP(TOPIC, 1)
+
+
+@pytest.fixture
+def consumer(tmp_path: Path) -> SeekingConsumer:
+    app = make_app("chunker-test", Settings(data_dir=tmp_path, broker="127.0.0.1:9"))
+    app.topic(TOPIC)  # acks are enabled for the topics an agent reads
+    consumer = app.consumer
+    assert isinstance(consumer, SeekingConsumer)
+    return consumer
+
+
+def processed(consumer: driver.Consumer, *offsets: int) -> None:
+    for offset in offsets:
+        consumer._acked[tp].append(offset)
+        consumer._acked_index[tp].add(offset)
+
+
+def test_stock_faust_commits_past_a_skipped_first_message(consumer: SeekingConsumer) -> None:
+    """Why the override exists: after a seek to 0 faust forgets the position and commits 2 although
+    message 0 was never processed. If this starts failing, faust fixed it and the override can go."""
+    stock = driver.Consumer(
+        consumer.transport,
+        callback=consumer.callback,
+        on_partitions_revoked=consumer._on_partitions_revoked,
+        on_partitions_assigned=consumer._on_partitions_assigned,
+    )
+    processed(stock, 1)
+    assert stock._new_offset(tp) == 2
+
+
+def test_no_commit_until_the_sought_offset_is_processed(consumer: SeekingConsumer) -> None:
+    consumer.on_sought({tp: 0})
+    processed(consumer, 1, 2)
+    assert consumer._new_offset(tp) is None
+    processed(consumer, 0)
+    assert consumer._new_offset(tp) == 3
+
+
+def test_the_head_of_a_committed_position_is_not_skipped(consumer: SeekingConsumer) -> None:
+    consumer.on_sought({tp: 7})
+    consumer._committed_offset[tp] = 7
+    processed(consumer, 8)
+    assert consumer._new_offset(tp) is None  # stock faust would commit 9 here
+    processed(consumer, 7)
+    assert consumer._new_offset(tp) == 9
+
+
+def test_redelivered_offsets_below_the_position_do_not_move_the_commit_back(consumer: SeekingConsumer) -> None:
+    consumer.on_sought({tp: 5})
+    processed(consumer, 3, 5, 6)
+    assert consumer._new_offset(tp) == 7
+    assert 3 not in consumer._acked_index[tp]
+
+
+def test_offsets_missing_from_the_log_count_as_processed(consumer: SeekingConsumer) -> None:
+    """A compacted topic (documents.versions) has holes: the first record after the seek may be later."""
+    consumer.on_sought({tp: 5})
+    consumer._gap[tp].addi(5, 8)  # what _wait_next_records records when the first fetched offset is 8
+    processed(consumer, 8, 9)
+    assert consumer._new_offset(tp) == 10
+
+
+def test_a_skipped_message_is_queued_for_fetching_again(consumer: SeekingConsumer) -> None:
+    from faust.types import Message
+
+    consumer.on_sought({tp: 0})
+    message = Message(TOPIC, 1, 4, 0.0, 0, [], b"k", b"v", None, generation_id=1)
+    consumer.app.consumer_generation_id = 2  # fetched in an older generation: the stream skips it
+    assert consumer.ack(message) is False
+    assert consumer._refetch == {tp: 4}
+    consumer.on_sought({tp: 3})  # a new assignment fetches everything after its position anyway
+    assert consumer._refetch == {}
+
+
+def test_streams_use_the_iterator_that_acks_skipped_messages(consumer: SeekingConsumer) -> None:
+    """faust's Cython iterator drops a skipped message without a word to the consumer."""
+    import faust.streams
+
+    assert faust.streams._CStreamIterator is None
+    stream = consumer.app.stream(consumer.app.topic(TOPIC))
+    assert stream.__aiter__().__qualname__.startswith("Stream._py_aiter")
