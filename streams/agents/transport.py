@@ -26,6 +26,10 @@ again from the committed offsets. Three things break that, each silently:
    message is fetched again: its partition is rewound to it once flow resumes. faust's Cython stream
    iterator skips such a message without telling the consumer at all, so the pure-Python iterator,
    which acks it (and so reaches the refusal here), is used instead.
+5. When flow resumes at the end of a rebalance, faust empties the stream queues. Their messages were
+   fetched (faust's read offset is past them, so a later fetch of them is dropped too) but never
+   processed; a replay lost its second document this way, fetched just before the seek to the
+   committed offsets. Here each of them is noted and its partition rewound to it, like a skipped one.
 
 All of them happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -88,6 +92,22 @@ class SeekingConsumer(driver.Consumer):
         self._start: dict[TP, int] = {}  # where each partition was sought to on assignment (faust drops 0)
         self._head: dict[TP, int] = {}  # the offset the next fetched record of a partition should have
         self._refetch: dict[TP, int] = {}  # lowest skipped offset per partition, to fetch again
+        flow = self.app.flow_control
+        clear = flow.clear
+
+        def clear_and_refetch() -> None:
+            # Resuming flow empties the stream queues; what was in them was fetched but never processed.
+            for queue in list(flow._queues):
+                for item in list(getattr(queue, "_queue", ())):
+                    message = getattr(item, "message", None)
+                    if message is not None and self.app.topics.acks_enabled_for(message.topic):
+                        self._mark_refetch(message.tp, message.offset)
+            clear()
+
+        flow.clear = clear_and_refetch  # type: ignore[method-assign]
+
+    def _mark_refetch(self, tp: TP, offset: int) -> None:
+        self._refetch[tp] = min(self._refetch.get(tp, offset), offset)
 
     def _new_consumer_thread(self) -> driver.AIOKafkaConsumerThread:
         return SeekingConsumerThread(self, loop=self.loop, beacon=self.beacon)
@@ -123,7 +143,7 @@ class SeekingConsumer(driver.Consumer):
                 if await self._thread.rewind(tp, offset, None):
                     self._read_offset[tp] = offset or None
                     self._head[tp] = offset
-                    log.warning("rewound %s-%s to %s: skipped mid-rebalance", tp.topic, tp.partition, offset)
+                    log.warning("rewound %s-%s to %s: dropped mid-rebalance", tp.topic, tp.partition, offset)
         records, active = await super()._wait_next_records(timeout)
         if not records or active is None:
             return records, active
@@ -148,8 +168,7 @@ class SeekingConsumer(driver.Consumer):
         # The same test faust's stream makes before it skips (and then acks) a message mid-rebalance.
         if not self.app.flow_control.is_active() or message.generation_id != self.app.consumer_generation_id:
             log.debug("not acking %s-%s@%s: skipped mid-rebalance", message.topic, message.partition, message.offset)
-            tp = message.tp
-            self._refetch[tp] = min(self._refetch.get(tp, message.offset), message.offset)
+            self._mark_refetch(message.tp, message.offset)
             return False
         return super().ack(message)
 

@@ -99,3 +99,21 @@ def test_streams_use_the_iterator_that_acks_skipped_messages(consumer: SeekingCo
     assert faust.streams._CStreamIterator is None
     stream = consumer.app.stream(consumer.app.topic(TOPIC))
     assert stream.__aiter__().__qualname__.startswith("Stream._py_aiter")
+
+
+def test_messages_cleared_from_stream_queues_on_resume_are_fetched_again(consumer: SeekingConsumer) -> None:
+    """faust empties the stream queues when flow resumes after a rebalance; what they held was fetched
+    (the read offset moved past it) but never processed, so it must be fetched again."""
+    from faust.events import Event
+    from faust.types import Message
+    from mode.utils.queues import FlowControlQueue
+
+    app = consumer.app
+    queue: FlowControlQueue = FlowControlQueue(maxsize=10, flow_control=app.flow_control, clear_on_resume=True)
+    for offset in (6, 5):
+        message = Message(TOPIC, 1, offset, 0.0, 0, [], b"k", b"v", None)
+        queue.put_nowait(Event(app, b"k", b"v", {}, message))
+    app.topics._acking_topics.add(TOPIC)
+    app.flow_control.resume()
+    assert queue.empty()
+    assert consumer._refetch == {tp: 5}
