@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from pathlib import Path
@@ -153,22 +152,12 @@ def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def replay_enabled() -> None:
-    if os.environ.get("STREAMS_TEST_REPLAY") != "1":
-        pytest.skip(
-            "opt in with STREAMS_TEST_REPLAY=1: after the group-janitor fix the replay passed 6 of 7 runs here, "
-            "but stalled once in a clean-clone run on a loaded machine (the restarted chunker relabelled "
-            "nothing within 300 s); on failure the message says where the pipeline stood"
-        )
-
-
-@pytest.fixture(scope="module")
 def forward(tmp_path_factory, embedder) -> dict:
     return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True, replay=False)
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory, embedder, replay_enabled) -> dict:
+def replayed(tmp_path_factory, embedder) -> dict:
     return run_amendments(tmp_path_factory.mktemp("replay"), [0, 1], embedder, replay=True)
 
 
