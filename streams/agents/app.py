@@ -74,6 +74,7 @@ def make_app(role: str, settings: Settings) -> faust.App:
     )
     # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
     app.transport = Transport(app.conf.broker_consumer, app)
+    app.transport.sparse_topics = frozenset({settings.topics.versions, settings.topics.status})  # compacted
     return app
 
 

@@ -29,10 +29,10 @@ def consumer(tmp_path: Path) -> SeekingConsumer:
     return consumer
 
 
-def processed(consumer: driver.Consumer, *offsets: int) -> None:
+def processed(consumer: driver.Consumer, *offsets: int, at: TP = tp) -> None:
     for offset in offsets:
-        consumer._acked[tp].append(offset)
-        consumer._acked_index[tp].add(offset)
+        consumer._acked[at].append(offset)
+        consumer._acked_index[at].add(offset)
 
 
 def test_stock_faust_commits_past_a_skipped_first_message(consumer: SeekingConsumer) -> None:
@@ -117,3 +117,28 @@ def test_messages_cleared_from_stream_queues_on_resume_are_fetched_again(consume
     app.flow_control.resume()
     assert queue.empty()
     assert consumer._refetch == {tp: 5}
+
+
+def test_a_jump_in_a_dense_topic_is_fetched_again_not_committed_through(consumer: SeekingConsumer) -> None:
+    """documents.assembled has no holes: 11..17 missing from a fetch were lost on the way, not absent."""
+    import asyncio
+
+    consumer.on_sought({tp: 10})
+    asyncio.run(consumer._add_gap(tp, 11, 18))  # what faust's fetch loop calls when 18 follows 10
+    assert not consumer._gap[tp]
+    assert consumer._refetch == {tp: 10}
+    processed(consumer, 10, 18)
+    assert consumer._new_offset(tp) == 11  # never 19
+
+
+def test_a_jump_in_a_compacted_topic_is_a_hole_in_the_log(consumer: SeekingConsumer) -> None:
+    import asyncio
+
+    versions = TP("documents.versions", 0)
+    assert "documents.versions" in consumer.transport.sparse_topics
+    consumer.on_sought({versions: 10})
+    consumer._committed_offset[versions] = 10
+    asyncio.run(consumer._add_gap(versions, 11, 18))
+    processed(consumer, 10, 18, at=versions)
+    assert consumer._refetch == {}
+    assert consumer._new_offset(versions) == 19
