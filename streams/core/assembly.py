@@ -288,19 +288,22 @@ class Assembler:
         if self._pending is not None:
             self._pending += len(raw)
         header["updated_ms"] = now_ms
-        self.pages[self.page_key(key, page.page_number)] = raw
         if len(header["received"]) < header["page_count"]:
+            self.pages[self.page_key(key, page.page_number)] = raw
             self._put_header(key, header)
             outcomes: list[Outcome] = []
             if self.pending_bytes() > self.limits.max_pending_bytes:
                 outcomes.extend(self._evict_oldest(now_ms))
             return outcomes
-        return [self._complete(key, header, now_ms)]
+        return [self._complete(key, header, page, raw, now_ms)]
 
-    def _complete(self, key: str, header: dict, now_ms: int) -> Outcome:
+    def _complete(self, key: str, header: dict, last: PageEvent, last_raw: bytes, now_ms: int) -> Outcome:
+        # The page that completes a document is never stored: one table write and one tombstone fewer
+        # per document, none at all for a single page.
         self._release(header)
         raws = self._take_pages(key, header)
-        pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws]
+        pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws] + [last]
+        raws.append(last_raw)
         done = {
             "state": "done",
             "digests": header["digests"],

@@ -137,3 +137,30 @@ def test_pending_bytes_running_total_matches_a_fresh_scan() -> None:
         assert assembler.pending_bytes() == Assembler(headers, pages).pending_bytes()
     assembler.on_tick(0, 1_000)  # everything left times out
     assert assembler.pending_bytes() == 0 == Assembler(headers, pages).pending_bytes()
+
+
+class CountingMap(dict):
+    """A table stand-in that counts writes and deletes, i.e. the changelog messages a faust table sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def __setitem__(self, key, value) -> None:
+        self.writes += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key) -> None:
+        self.writes += 1
+        super().__delitem__(key)
+
+
+@pytest.mark.parametrize("count", [1, 3, 5])
+def test_the_completing_page_is_never_stored(count: int) -> None:
+    pages = CountingMap()
+    assembler = Assembler({}, pages, Limits())
+    raws = [page_bytes(p) for p in make_pages("d", [f"page {i}" for i in range(1, count + 1)])]
+    random.Random(count).shuffle(raws)
+    outcomes = _feed(assembler, raws)
+    assert isinstance(outcomes[-1], Completed) and len(outcomes[-1].document.page_map) == count
+    assert pages.writes == 2 * (count - 1)  # each earlier page stored once and deleted once
