@@ -36,23 +36,55 @@ again from the committed offsets. Three things break that, each silently:
    topics offsets are dense, and a jump means records were fetched and lost on the way (seen after a
    broker restart: seven documents committed, never chunked). There the partition is rewound instead.
 
+7. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
+   consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
+   burnt 93% of a core, two of them the whole machine, slowing everything else and making timers late.
+   Here a fetch that brought nothing and came back sooner than `EMPTY_FETCH_BACKOFF_S` waits out the rest
+   before the next one to that broker. A broker that holds empty fetches (Kafka) never triggers it.
+
 All of them happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.consumer.fetcher import Fetcher
 from faust import streams as faust_streams
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP, Message
 from intervaltree import IntervalTree
 
 log = logging.getLogger("streams.agents")
+
+EMPTY_FETCH_BACKOFF_S = 0.05  # at most 20 empty fetches a second per broker connection (point 7)
+
+
+def _hold_empty_fetches() -> None:
+    """Patch aiokafka's fetcher once per process (point 7 above)."""
+    if getattr(Fetcher._proc_fetch_request, "holds_empty_fetches", False):
+        return
+    original = Fetcher._proc_fetch_request
+
+    async def proc_fetch_request(self: Fetcher, assignment: Any, node_id: int, request: Any) -> bool:
+        started = time.monotonic()
+        fetched = await original(self, assignment, node_id, request)
+        rest = EMPTY_FETCH_BACKOFF_S - (time.monotonic() - started)
+        if not fetched and rest > 0:
+            try:
+                await asyncio.sleep(rest)
+            except asyncio.CancelledError:  # closing: aiokafka awaits its cancelled fetches, as the original
+                return False
+        return fetched
+
+    proc_fetch_request.holds_empty_fetches = True  # type: ignore[attr-defined]
+    Fetcher._proc_fetch_request = proc_fetch_request  # type: ignore[method-assign]
 
 
 class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
@@ -208,3 +240,4 @@ class Transport(driver.Transport):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         faust_streams._CStreamIterator = None  # read per stream; see point 4 above
+        _hold_empty_fetches()
