@@ -21,12 +21,6 @@ from streams.sinks.base import ChunkSink
 
 log = logging.getLogger("streams.sinks")
 
-# After an empty poll the partitions are paused this long. librdkafka fetches in the background, and the
-# embedded broker answers an empty fetch at once instead of holding it, so an idle sink re-fetched in a
-# tight loop (39% of a core); paused partitions are not fetched. Costs at most this much latency on the
-# first chunk after a quiet spell.
-IDLE_HOLD_S = 0.25
-
 
 @dataclass
 class SinkProgress:
@@ -136,10 +130,9 @@ class SinkRunner:
                 backoff = min(backoff * 2, self.max_backoff_s)
         return False
 
-    def step(self, stop: threading.Event, timeout: float = 0.1) -> int:
+    def step(self, stop: threading.Event, timeout: float = 0.5) -> int:
         messages = [m for m in self.consumer.consume(self.batch_size, timeout) if not m.error()]
         if not messages:
-            self._hold(stop)
             return 0
         records, statuses = self._decode(messages)
         if not self._write(records, statuses, stop):
@@ -160,19 +153,6 @@ class SinkRunner:
         self.progress.statuses += len(statuses)
         self.progress.batches += 1
         return len(messages)
-
-    def _hold(self, stop: threading.Event) -> None:
-        partitions = self.consumer.assignment()
-        if not partitions:
-            return
-        try:
-            self.consumer.pause(partitions)
-            stop.wait(IDLE_HOLD_S)
-        finally:
-            try:
-                self.consumer.resume(partitions)
-            except KafkaException as exc:  # revoked meanwhile: the next assignment starts unpaused
-                log.debug("sink %s: resume after idle hold: %s", self.sink.name, exc)
 
     def run(self, stop: threading.Event, on_batch: Callable[[SinkProgress], None] | None = None) -> None:
         try:
