@@ -1,8 +1,9 @@
-"""The faust Kafka transport with three corrections for at-least-once across rebalances.
+"""The faust Kafka transport, corrected for at-least-once across rebalances (points 1-6) and for the
+embedded broker's empty fetches (point 7).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
-again from the committed offsets. Three things break that, each silently:
+again from the committed offsets. Six things break that, each silently:
 
 1. The stream *acks* a message it skips, so its offset is committed as if it had been processed. The
    consumer here refuses those acks: the message stays uncommitted and is fetched again.
@@ -17,7 +18,6 @@ again from the committed offsets. Three things break that, each silently:
    partition and thrown away, and recovery then waits for them forever ("No event received for active
    tp ... since recovery start"). Here such records are not dropped: the partition is rewound to the
    first of them, unless something sought it elsewhere meanwhile.
-
 4. faust's commit rule skips a missing message at the head of the acked offsets: it treats the committed
    offset as the last one processed (it is the next one to read) and forgets a committed offset of 0. So
    when the first message after an assignment was skipped and the next one processed, the commit moved
@@ -30,7 +30,6 @@ again from the committed offsets. Three things break that, each silently:
    fetched (faust's read offset is past them, so a later fetch of them is dropped too) but never
    processed; a replay lost its second document this way, fetched just before the seek to the
    committed offsets. Here each of them is noted and its partition rewound to it, like a skipped one.
-
 6. faust (and point 4's head rule) take a jump in the fetched offsets as records that do not exist and
    commit through them. That holds for compacted topics and transaction markers only; on the other
    topics offsets are dense, and a jump means records were fetched and lost on the way (seen after a
@@ -42,7 +41,7 @@ again from the committed offsets. Three things break that, each silently:
    Here a fetch that brought nothing and came back sooner than `EMPTY_FETCH_BACKOFF_S` waits out the rest
    before the next one to that broker. A broker that holds empty fetches (Kafka) never triggers it.
 
-All of them happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
+Points 1-6 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
 
