@@ -185,15 +185,21 @@ class SeekingConsumer(driver.Consumer):
                 return None  # the next message to commit is not processed yet (or was skipped)
         return super()._new_offset(tp)
 
+    async def _rewind(self, tp: TP, first: int, after: int | None, why: str) -> bool:
+        """Seek back (see `SeekingConsumerThread.rewind`) so that faust takes the re-fetched records."""
+        if not await self._thread.rewind(tp, first, after):
+            return False
+        self._read_offset[tp] = first or None  # else faust drops the re-fetch as already read
+        log.warning("rewound %s-%s to %s: %s", tp.topic, tp.partition, first, why)
+        return True
+
     async def _wait_next_records(self, timeout: float) -> tuple[Any, Any]:
         if self._refetch and self.flow_active and self.app.flow_control.is_active():
             # Taken as a whole: the consumer thread's seek (on_sought) may drop entries meanwhile.
             pending, self._refetch = self._refetch, {}
             for tp, offset in pending.items():
-                if await self._thread.rewind(tp, offset, None):
-                    self._read_offset[tp] = offset or None
+                if await self._rewind(tp, offset, None, "dropped mid-rebalance"):
                     self._head[tp] = offset
-                    log.warning("rewound %s-%s to %s: dropped mid-rebalance", tp.topic, tp.partition, offset)
         records, active = await super()._wait_next_records(timeout)
         if not records or active is None:
             return records, active
@@ -203,9 +209,7 @@ class SeekingConsumer(driver.Consumer):
             if batch and tp not in active and tp not in self._buffered_partitions
         }
         for tp, batch in idle.items():  # faust would discard these; fetch them again once tp is active
-            if await self._thread.rewind(tp, batch[0].offset, batch[-1].offset + 1):
-                self._read_offset[tp] = batch[0].offset or None  # else faust drops the re-fetch as already read
-                log.warning("rewound %s-%s to %s: fetched while paused", tp.topic, tp.partition, batch[0].offset)
+            await self._rewind(tp, batch[0].offset, batch[-1].offset + 1, "fetched while paused")
         records = {tp: batch for tp, batch in records.items() if tp not in idle}
         for tp, batch in records.items():
             expected = self._head.get(tp)
