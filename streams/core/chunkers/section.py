@@ -57,6 +57,7 @@ _TYPE_ANY = re.compile(
 # Characters that re.I matches to an ASCII keyword letter but str.lower() does not map to it (or the reverse).
 _FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 _REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
+_REQUIREMENT_LOW = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b")  # on lowered text
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
@@ -129,6 +130,45 @@ class _Sentences:
     spans: list[Span]
     starts: list[int]
     ends: list[int]
+
+
+class _Requirements:
+    """Requirement keywords of one document, found in one pass, and its paragraphs' sentences on demand.
+
+    Every piece asks whether a sentence it cuts carries a keyword; searching each paragraph again per
+    piece was quadratic on transcripts, whose paragraphs are long.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        # re.I is slow in Python's re: search the lowered text with a lowercase twin unless a code point
+        # folds differently under lower() and re.I (then lower() may even change the length).
+        self.low = None if _FOLD_TRAPS.search(text) else text.lower()
+        found = _REQUIREMENT.finditer(text) if self.low is None else _REQUIREMENT_LOW.finditer(self.low)
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        for match in found:
+            self.starts.append(match.start())
+            self.ends.append(match.end())
+        self.sentences: dict[Span, _Sentences] = {}
+
+    def in_piece(self, start: int, end: int) -> bool:
+        """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries."""
+        if self.low is None:
+            return bool(_REQUIREMENT.search(self.text[start:end]))
+        return bool(_REQUIREMENT_LOW.search(self.low[start:end]))
+
+    def any_in(self, start: int, end: int) -> bool:
+        """A keyword match lies wholly inside [start, end)."""
+        index = bisect_left(self.starts, start)
+        return index < len(self.starts) and self.ends[index] <= end
+
+    def of_paragraph(self, start: int, end: int) -> _Sentences:
+        found = self.sentences.get((start, end))
+        if found is None:
+            spans = sentence_spans(self.text, start, end)
+            found = self.sentences[(start, end)] = _Sentences(spans, [ss for ss, _ in spans], [se for _, se in spans])
+        return found
 
 
 @dataclass(slots=True)
@@ -338,12 +378,12 @@ class SectionChunker(Chunker):
         notice_id = doc.metadata.get("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
         counter = span_counter(self.tokenizer, text)
-        sentences: dict[Span, _Sentences] = {}
+        requirements = _Requirements(text)
         for section in sections:
             heading = section.path[-1] if section.path else ""
             section.section_type = classify_section(heading, text[section.body_start : section.end])
-            for span, is_table, forced_flag in self._pieces(text, section, counter, sentences):
-                drafts.append(self._draft(text, section, span, is_table, forced_flag, headings != []))
+            for span, is_table, requirement_flag in self._pieces(text, section, counter, requirements):
+                drafts.append(self._draft(text, section, span, is_table, requirement_flag, headings != []))
         return [
             ChunkDraft(
                 text=d.text,
@@ -362,7 +402,7 @@ class SectionChunker(Chunker):
         ]
 
     def _pieces(
-        self, text: str, section: _Section, counter: SpanCount, sentences: dict[Span, _Sentences]
+        self, text: str, section: _Section, counter: SpanCount, requirements: _Requirements
     ) -> list[tuple[Span, bool, bool]]:
         """(span, is_table, requirement forced) pieces of one section in reading order."""
         out: list[tuple[Span, bool, bool]] = []
@@ -372,32 +412,32 @@ class SectionChunker(Chunker):
             return out
         segments = _segments(text, *whole)
         if len(segments) == 1 and not segments[0][1] and counter(*whole) <= self.max_tokens:
-            return [(whole, False, False)]
+            return [(whole, False, requirements.in_piece(*whole))]
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
             for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
-                out.append((piece, is_table, False if is_table else self._inside_requirement(text, piece, sentences)))
+                flag = requirements.in_piece(*piece) or (
+                    not is_table and self._inside_requirement(text, piece, requirements)
+                )
+                out.append((piece, is_table, flag))
         return out
 
     @staticmethod
-    def _inside_requirement(text: str, piece: Span, sentences: dict[Span, _Sentences]) -> bool:
+    def _inside_requirement(text: str, piece: Span, requirements: _Requirements) -> bool:
         """True when the piece cuts through a sentence whose other part carries a requirement keyword.
 
-        A paragraph's sentences are split once per chunk() call (`sentences`): text without blank lines
-        is one paragraph, and re-splitting it for every piece made sectioning quadratic.
+        Asked only of pieces without a keyword of their own.
         """
         s, e = piece
         para_start = text.rfind("\n\n", 0, s) + 1
         para_end_raw = text.find("\n\n", e)
         para_end = len(text) if para_end_raw < 0 else para_end_raw
+        if not requirements.any_in(para_start, para_end):
+            return False  # no sentence of the paragraph has a keyword (sentences lie inside it)
         before, after = trim_span(text, para_start, s), trim_span(text, e, para_end)
         if before[0] == before[1] and after[0] == after[1]:
             return False  # only whitespace around the piece: trimmed sentences cannot stick out of it
-        key = (para_start, para_end)
-        found = sentences.get(key)
-        if found is None:
-            spans = sentence_spans(text, para_start, para_end)
-            found = sentences[key] = _Sentences(spans, [ss for ss, _ in spans], [se for _, se in spans])
+        found = requirements.of_paragraph(para_start, para_end)
         # Sentences are disjoint and ordered: those overlapping the piece are a run, and only its first
         # (may start before s) and last (may end after e) can stick out.
         first = bisect_right(found.ends, s)
@@ -410,13 +450,12 @@ class SectionChunker(Chunker):
         return False
 
     def _draft(
-        self, text: str, section: _Section, span: Span, is_table: bool, forced_flag: bool, has_headings: bool
+        self, text: str, section: _Section, span: Span, is_table: bool, requirement_flag: bool, has_headings: bool
     ) -> ChunkDraft:
         s, e = span
         body = text[s:e]
         heading = section.path[-1] if section.path else ""
         section_type = section.section_type
-        requirement_flag = bool(_REQUIREMENT.search(body)) or forced_flag
         table_kind = ""
         if is_table:
             table_kind = "pricing_table" if _PRICING.search(body) or _PRICING.search(heading) else "table"
