@@ -506,7 +506,7 @@ class _Run:
         tier: int,
         table: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        plain = re.sub(r"\[TABLE — see child chunk [^\]]+\]", "", text)
+        plain = re.sub(r"\[TABLE — see child chunk [^\]]+\]", "", text) if "[TABLE" in text else text
         ents = enrich.entities(plain)
         ctype = "financial_table" if table else enrich.content_type(plain, False)
         exception = p.exception if tier == 1 else None

@@ -265,6 +265,7 @@ SENTENCE_SPLIT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
 NAME_SUFFIX = re.compile(
     r"\b((?:[A-Z][A-Za-z&’'\-]+\s){1,3})(?:Company|Corporation|Industries|Insurance Company|Inc\.)"
 )
+_NAME_SUFFIX_WORDS = ("Company", "Corporation", "Industries", "Inc.")  # NAME_SUFFIX cannot match without one
 DANGLING_START = re.compile(r"^(?:this|that|these|those|it|such|the above|as noted|as mentioned)\b", re.I)
 
 _CAP_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]*")
@@ -410,7 +411,8 @@ def _metrics(text: str) -> list[str]:
 def entities(text: str) -> dict[str, list[str]]:
     """Companies and people by gazetteer (plus "X Company" names), metrics by pattern, first mention first."""
     companies, people = _found(_BOTH, text)
-    for m in NAME_SUFFIX.finditer(text):
+    suffixed = NAME_SUFFIX.finditer(text) if any(w in text for w in _NAME_SUFFIX_WORDS) else ()
+    for m in suffixed:
         name = (m.group(0)).strip()
         if name not in companies and not name.startswith(("The ", "Our ", "This ")):
             companies.append(name)
