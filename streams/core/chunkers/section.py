@@ -57,7 +57,16 @@ _TYPE_ANY = re.compile(
 # Characters that re.I matches to an ASCII keyword letter but str.lower() does not map to it (or the reverse).
 _FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 _REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
-_REQUIREMENT_LOW = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b")  # on lowered text
+_REQUIREMENT_LOW = re.compile(_REQUIREMENT.pattern)  # the same on lowered text
+# Section-type keywords plus the requirement words that are no type keyword: on the lowered text, the
+# "requirement" group and `_FLAG_ONLY` together find exactly what `_REQUIREMENT` finds.
+_FLAG_ONLY = "flag_only"
+_FLAG_GROUPS = frozenset({"requirement", _FLAG_ONLY})
+_KEYWORDS_LOW = re.compile(
+    r"(?=[cemprst])\b(?:"
+    + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items())
+    + rf"|(?P<{_FLAG_ONLY}>required|mandatory))\b"
+)
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
@@ -132,11 +141,13 @@ class _Sentences:
     ends: list[int]
 
 
-class _Requirements:
-    """Requirement keywords of one document, found in one pass, and its paragraphs' sentences on demand.
+class _Keywords:
+    """Section-type and requirement keywords of one document, found in one pass, and its paragraphs'
+    sentences on demand.
 
     Every piece asks whether a sentence it cuts carries a keyword; searching each paragraph again per
-    piece was quadratic on transcripts, whose paragraphs are long.
+    piece was quadratic on transcripts, whose paragraphs are long. Sections and pieces then count
+    keywords by bisecting the match positions instead of scanning their text again.
     """
 
     def __init__(self, text: str) -> None:
@@ -144,13 +155,37 @@ class _Requirements:
         # re.I is slow in Python's re: search the lowered text with a lowercase twin unless a code point
         # folds differently under lower() and re.I (then lower() may even change the length).
         self.low = None if _FOLD_TRAPS.search(text) else text.lower()
-        found = _REQUIREMENT.finditer(text) if self.low is None else _REQUIREMENT_LOW.finditer(self.low)
         self.starts: list[int] = []
         self.ends: list[int] = []
-        for match in found:
-            self.starts.append(match.start())
-            self.ends.append(match.end())
+        self.kinds: dict[str, list[int]] = {kind: [] for kind in _TYPE_WORDS}
+        if self.low is None:
+            for match in _REQUIREMENT.finditer(text):
+                self.starts.append(match.start())
+                self.ends.append(match.end())
+        else:
+            # No keyword of one group overlaps another's, so one scan finds what each pattern would.
+            for match in _KEYWORDS_LOW.finditer(self.low):
+                group = match.lastgroup or ""
+                if group != _FLAG_ONLY:
+                    self.kinds[group].append(match.start())
+                if group in _FLAG_GROUPS:
+                    self.starts.append(match.start())
+                    self.ends.append(match.end())
         self.sentences: dict[Span, _Sentences] = {}
+
+    def classify(self, heading: str, start: int, end: int) -> str:
+        """`classify_section(heading, text[start:end])` for a section body (it starts and ends at a line)."""
+        if self.low is None:
+            return classify_section(heading, self.text[start:end])
+        for kind, pattern in _TYPE_KEYWORDS.items():
+            if pattern.search(heading):
+                return kind
+        best, best_hits = "other", 1
+        for kind, starts in self.kinds.items():
+            hits = bisect_left(starts, end) - bisect_left(starts, start)
+            if hits > best_hits:
+                best, best_hits = kind, hits
+        return best
 
     def in_piece(self, start: int, end: int) -> bool:
         """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries."""
@@ -378,11 +413,11 @@ class SectionChunker(Chunker):
         notice_id = doc.metadata.get("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
         counter = span_counter(self.tokenizer, text)
-        requirements = _Requirements(text)
+        keywords = _Keywords(text)
         for section in sections:
             heading = section.path[-1] if section.path else ""
-            section.section_type = classify_section(heading, text[section.body_start : section.end])
-            for span, is_table, requirement_flag in self._pieces(text, section, counter, requirements):
+            section.section_type = keywords.classify(heading, section.body_start, section.end)
+            for span, is_table, requirement_flag in self._pieces(text, section, counter, keywords):
                 drafts.append(self._draft(text, section, span, is_table, requirement_flag, headings != []))
         return [
             ChunkDraft(
@@ -402,7 +437,7 @@ class SectionChunker(Chunker):
         ]
 
     def _pieces(
-        self, text: str, section: _Section, counter: SpanCount, requirements: _Requirements
+        self, text: str, section: _Section, counter: SpanCount, keywords: _Keywords
     ) -> list[tuple[Span, bool, bool]]:
         """(span, is_table, requirement forced) pieces of one section in reading order."""
         out: list[tuple[Span, bool, bool]] = []
@@ -412,18 +447,18 @@ class SectionChunker(Chunker):
             return out
         segments = _segments(text, *whole)
         if len(segments) == 1 and not segments[0][1] and counter(*whole) <= self.max_tokens:
-            return [(whole, False, requirements.in_piece(*whole))]
+            return [(whole, False, keywords.in_piece(*whole))]
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
             for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
-                flag = requirements.in_piece(*piece) or (
-                    not is_table and self._inside_requirement(text, piece, requirements)
+                flag = keywords.in_piece(*piece) or (
+                    not is_table and self._inside_requirement(text, piece, keywords)
                 )
                 out.append((piece, is_table, flag))
         return out
 
     @staticmethod
-    def _inside_requirement(text: str, piece: Span, requirements: _Requirements) -> bool:
+    def _inside_requirement(text: str, piece: Span, keywords: _Keywords) -> bool:
         """True when the piece cuts through a sentence whose other part carries a requirement keyword.
 
         Asked only of pieces without a keyword of their own.
@@ -432,12 +467,12 @@ class SectionChunker(Chunker):
         para_start = text.rfind("\n\n", 0, s) + 1
         para_end_raw = text.find("\n\n", e)
         para_end = len(text) if para_end_raw < 0 else para_end_raw
-        if not requirements.any_in(para_start, para_end):
+        if not keywords.any_in(para_start, para_end):
             return False  # no sentence of the paragraph has a keyword (sentences lie inside it)
         before, after = trim_span(text, para_start, s), trim_span(text, e, para_end)
         if before[0] == before[1] and after[0] == after[1]:
             return False  # only whitespace around the piece: trimmed sentences cannot stick out of it
-        found = requirements.of_paragraph(para_start, para_end)
+        found = keywords.of_paragraph(para_start, para_end)
         # Sentences are disjoint and ordered: those overlapping the piece are a run, and only its first
         # (may start before s) and last (may end after e) can stick out.
         first = bisect_right(found.ends, s)
