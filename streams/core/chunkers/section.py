@@ -451,9 +451,7 @@ class SectionChunker(Chunker):
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
             for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
-                flag = keywords.in_piece(*piece) or (
-                    not is_table and self._inside_requirement(text, piece, keywords)
-                )
+                flag = keywords.in_piece(*piece) or (not is_table and self._inside_requirement(text, piece, keywords))
                 out.append((piece, is_table, flag))
         return out
 
