@@ -46,10 +46,15 @@ class CacheStats:
 
 
 class Embedder:
-    """A sentence-transformers model behind a lazy loader and a bounded per-process LRU cache."""
+    """A sentence-transformers model behind a lazy loader and a bounded per-process LRU cache.
+
+    Batches of 16: sentence-transformers pads each batch to its longest text, and on one CPU thread
+    the padding of larger batches costs more than the batching saves (letters: 16 is 1.4x faster
+    than 64, transcripts 1.15x).
+    """
 
     def __init__(
-        self, model_path: str | None = None, batch_size: int = 64, cache_size: int = DEFAULT_CACHE_SIZE
+        self, model_path: str | None = None, batch_size: int = 16, cache_size: int = DEFAULT_CACHE_SIZE
     ) -> None:
         self.model_path = model_path or default_model_path()
         self.model_name = Path(self.model_path).name if Path(self.model_path).name != "model" else ""
