@@ -155,7 +155,10 @@ class TiktokenTokenizer:
         return len(self.encoding.encode_ordinary(text))
 
     def count_many(self, texts: list[str]) -> list[int]:
-        return [len(ids) for ids in self.encoding.encode_ordinary_batch(texts, num_threads=1)]
+        # Not encode_ordinary_batch: it starts a thread pool on every call, which cost more than the
+        # encoding itself for one document's chunks (0.55 s of 1.1 s in-process for 300 documents).
+        encode = self.encoding.encode_ordinary
+        return [len(encode(text)) for text in texts]
 
     def decode(self, ids: list[int]) -> str:
         return self.encoding.decode(ids)
