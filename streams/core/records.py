@@ -70,8 +70,7 @@ def build_records(
 ) -> list[ChunkRecord]:
     """Records in reading order; `position` is the index, `chunk_count` lets consumers see completeness."""
     tokenizer = chunker.tokenizer
-    texts = [d.text for d in drafts]
-    counts = tokenizer.count_many(texts) if hasattr(tokenizer, "count_many") else [tokenizer.count(t) for t in texts]
+    counts = [tokenizer.count(d.text) if d.tokens is None else d.tokens for d in drafts]
     records: list[ChunkRecord] = []
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         body: dict[str, Any] = {

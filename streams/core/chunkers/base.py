@@ -26,6 +26,8 @@ class ChunkDraft:
     `doc.text[char_start:char_end]`; a strategy that reshapes text (a placeholder for a table, a
     speaker preamble, a synopsis) says so in `text_transform`, and the range still covers the source.
     `identity` adds strategy-specific parts to the chunk id (speaker, qa id, table id, slide number).
+    `tokens`, when set, is the tokenizer's count of `text`: a chunker that has counted it already
+    saves the record builder an encode of every chunk.
     """
 
     text: str
@@ -36,6 +38,7 @@ class ChunkDraft:
     metadata: dict[str, Any] = field(default_factory=dict)
     identity: tuple[str, ...] = ()
     text_transform: str | None = None
+    tokens: int | None = None
 
 
 class Chunker(ABC):

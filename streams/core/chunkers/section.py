@@ -432,6 +432,7 @@ class SectionChunker(Chunker):
                     "noticeId": notice_id,
                     "filename": doc.document_name,
                 },
+                tokens=counter(d.char_start, d.char_end),  # the text is that range
             )
             for i, d in enumerate(drafts)
         ]

@@ -417,7 +417,9 @@ class _Run:
             meta = self._meta(t1_id, p, t1_text, start, end, titles, taken, tier=1)
             meta["child_chunk_ids"] = list(t2_ids)
             transform = "table_placeholder" if tables else None
-            draft = ChunkDraft(t1_text, start, end, p.hierarchy, meta["content_type"], meta, (t1_id,), transform)
+            draft = ChunkDraft(
+                t1_text, start, end, p.hierarchy, meta["content_type"], meta, (t1_id,), transform, meta["token_count"]
+            )
             objects.append((meta, draft, p.blocks[-1].kind == "signature"))
             for table, t2_id in zip(tables, t2_ids, strict=True):
                 objects.append((*self._t2(table, t2_id, t1_id, p, titles, taken), False))
@@ -491,7 +493,7 @@ class _Run:
         meta["boundary_note"] = note + (
             f"; absorbed {absorbed} neighbouring blocks to reach {T2_MIN} tokens" if absorbed else ""
         )
-        draft = ChunkDraft(text, start, end, p.hierarchy, "financial_table", meta, (t2_id,))
+        draft = ChunkDraft(text, start, end, p.hierarchy, "financial_table", meta, (t2_id,), tokens=meta["token_count"])
         return meta, draft
 
     def _meta(
