@@ -187,11 +187,12 @@ def collapse_whitespace(text: str) -> str:
 
 # --- sentence units for embedding strategies (semantic, cluster) ---------------------------------
 
-_BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|\|))")
+# A line opens a block: list item, Markdown heading (#), wikitext/AsciiDoc heading (= Title =), table row.
+_BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|={1,6}\s|\|))")
 
 
 def block_sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
-    """Sentences that never cross a paragraph, a list item, a Markdown heading or a table row.
+    """Sentences that never cross a paragraph, a list item, a heading or a table row.
 
     Paragraphs first (blank lines, so also page breaks of the document stream), then lines that
     open a new block, then `sentence_spans` inside each block.
@@ -203,6 +204,11 @@ def block_sentence_spans(text: str, start: int = 0, end: int | None = None) -> l
             spans.extend(sentence_spans(text, cursor, cut))
             cursor = cut
     return spans
+
+
+def crosses_line_break(text: str, left: Span, right: Span) -> bool:
+    """True when a newline separates two ordered spans."""
+    return "\n" in text[left[1] : right[0]]
 
 
 def split_span_by_tokens(

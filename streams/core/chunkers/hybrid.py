@@ -209,7 +209,7 @@ class HybridChunker(Chunker):
     """Docling HybridChunker (tiktoken, merge_peers) with ChunkContext and exact stream ranges."""
 
     name = "hybrid"
-    version = "1.0.0"
+    version = "1.0.1"
     metadata_record = "streams.meta.HybridMetadata"
 
     def __init__(self, tokenizer: Tokenizer, max_tokens: int = 512, merge_peers: bool = True) -> None:

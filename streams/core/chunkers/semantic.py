@@ -20,7 +20,7 @@ import numpy as np
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.embedding import Embedder, EmbeddingUnavailable, get_embedder
 from streams.core.events import AssembledDocument
-from streams.core.text import Span, block_sentence_spans, pack_units_exact, split_span_by_tokens
+from streams.core.text import Span, block_sentence_spans, crosses_line_break, pack_units_exact, split_span_by_tokens
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
@@ -51,6 +51,9 @@ class _SentenceEmbeddingChunker(Chunker):
 
     metadata_record: ClassVar[str] = "streams.meta.SemanticMetadata"
     strategy_label: ClassVar[str]
+    # Small groups prefer a neighbour on their side of a line break (same paragraph or list item, not
+    # across a heading) before the more similar one.
+    merge_within_blocks: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -126,7 +129,8 @@ class _SentenceEmbeddingChunker(Chunker):
         self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
     ) -> list[_Group]:
         """One left-to-right pass: a group under min_tokens joins its more similar neighbour if the
-        union fits max_tokens; otherwise the union is re-split at the sentence that balances it."""
+        union fits max_tokens; otherwise the union is re-split at the sentence that balances it.
+        With `merge_within_blocks`, a neighbour not behind a line break wins before similarity."""
 
         def tokens(g: _Group) -> int:
             return counter(units[g.first][0], units[g.last][1])
@@ -136,6 +140,11 @@ class _SentenceEmbeddingChunker(Chunker):
             denom = float(np.linalg.norm(ca) * np.linalg.norm(cb)) or 1.0
             return round(float(ca @ cb) / denom, ROUND)
 
+        def affinity(a: _Group, b: _Group) -> tuple[bool, float]:
+            """(same block, similarity) of neighbours a then b, compared as a tuple."""
+            apart = self.merge_within_blocks and crosses_line_break(counter.text, units[a.last], units[b.first])
+            return (not apart, similarity(a, b))
+
         out: list[_Group] = []
         pending = list(groups)
         for i, g in enumerate(pending):
@@ -144,7 +153,7 @@ class _SentenceEmbeddingChunker(Chunker):
                 continue
             prev = out[-1] if out else None
             nxt = pending[i + 1] if i + 1 < len(pending) else None
-            use_prev = prev is not None and (nxt is None or similarity(prev, g) >= similarity(g, nxt))
+            use_prev = prev is not None and (nxt is None or affinity(prev, g) >= affinity(g, nxt))
             if use_prev and prev is not None:
                 union = _Group(prev.first, g.last, g.reason)
                 out[-1:] = [union] if tokens(union) <= self.max_tokens else self._rebalance(prev, g, tokens)
@@ -203,7 +212,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.0.0"
+    version = "1.1.0"
     strategy_label = "semantic_percentile"
 
     def __init__(
@@ -267,9 +276,10 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.0.0"
+    version = "1.1.0"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
+    merge_within_blocks = True
 
     def __init__(
         self,

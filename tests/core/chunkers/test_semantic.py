@@ -12,10 +12,18 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 import itertools
 
+import numpy as np
+
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.base import ChunkingError
-from streams.core.chunkers.semantic import BREAKPOINT_DEFAULTS, ClusterChunker, SemanticChunker
+from streams.core.chunkers.semantic import (
+    BREAKPOINT_DEFAULTS,
+    ClusterChunker,
+    SemanticChunker,
+    _Group,
+    _RangeCounter,
+)
 from streams.core.document import assemble
 from streams.core.embedding import Embedder, get_embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
@@ -94,6 +102,12 @@ def test_sentence_spans_exact_offsets_abbreviations_decimals_and_blocks() -> Non
     ]
 
 
+def test_wikitext_and_asciidoc_heading_lines_open_a_block() -> None:
+    text = "The pier was finished in 1910\n= = Construction = =\nWork began in spring"
+    pieces = [text[s:e] for s, e in block_sentence_spans(text)]
+    assert pieces == ["The pier was finished in 1910", "= = Construction = =\nWork began in spring"]
+
+
 def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
     encoding = get_tokenizer().encoding
     text = " ".join(f"word{i}" for i in range(3000))
@@ -152,6 +166,30 @@ def test_cluster_keeps_topics_apart_and_order(embedder: Embedder, topics_doc: As
     meta = drafts[0].metadata
     assert meta["strategy_label"] == "similarity_cluster" and meta["breakpoint_type"] == "mean_linkage"
     assert meta["threshold"] == 0.75 and meta["max_tokens"] == 200
+
+
+def test_small_cluster_joins_the_neighbour_on_its_side_of_a_line_break(embedder: Embedder) -> None:
+    """Similarity alone would pull the short sentence across the heading into the next section."""
+    text = "Alpha beta gamma delta epsilon zeta eta theta. Iota kappa.\n= History =\nLambda mu nu xi omicron pi rho."
+    units = block_sentence_spans(text)
+    assert [text[s:e] for s, e in units] == [
+        "Alpha beta gamma delta epsilon zeta eta theta.",
+        "Iota kappa.",
+        "= History =\nLambda mu nu xi omicron pi rho.",
+    ]
+    counter = _RangeCounter(get_tokenizer(), text)
+    assert [counter(*unit) >= 8 for unit in units] == [True, False, True], "only the middle one is small"
+    # The middle group is more similar to the last, but only the first shares its line.
+    vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    groups = [_Group(0, 0, "threshold"), _Group(1, 1, "threshold"), _Group(2, 2, "end_of_document")]
+    merged = {
+        cls.name: cls(get_tokenizer(), min_tokens=8, max_tokens=200, embedder=embedder)._merge_small(
+            list(groups), units, vectors, counter
+        )
+        for cls in (SemanticChunker, ClusterChunker)
+    }
+    assert [(g.first, g.last) for g in merged["semantic"]] == [(0, 0), (1, 2)], "by similarity"
+    assert [(g.first, g.last) for g in merged["cluster"]] == [(0, 1), (2, 2)], "same side of the break"
 
 
 def test_cluster_defaults_match_the_retrieval_target() -> None:
