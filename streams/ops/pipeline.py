@@ -203,6 +203,21 @@ class Collector:
             f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}"
         )
 
+    def pause(self) -> None:
+        """Stop fetching: against a broker that answers empty fetches at once, librdkafka re-fetches in
+        a busy loop, and a benchmark must not spend the CPU of the pipeline it measures."""
+        self.consumer.pause(self.consumer.assignment())
+
+    def resume(self) -> None:
+        self.consumer.resume(self.consumer.assignment())
+
+    def produced(self, topic: str, timeout: float = 10.0) -> int:
+        """Messages ever written to `topic`: the sum of its partitions' high watermarks."""
+        return sum(
+            self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
+            for p in range(self.settings.partitions)
+        )
+
     def close(self) -> None:
         self.consumer.close()
 
