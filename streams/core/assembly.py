@@ -9,6 +9,7 @@ parameter (`now_ms`), which keeps this module deterministic and testable.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 
@@ -57,8 +58,13 @@ class Dead:
 Outcome = Completed | Dead
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 def _check_depth(raw: bytes, limit: int = 64) -> None:
     """Reject JSON nested deeper than any page event needs, before the parser recurses into it."""
+    if raw.count(b"{") + raw.count(b"[") <= limit:
+        return  # nesting cannot go deeper than the number of openers: no need to walk the bytes
     depth = 0
     in_string = escaped = False
     for byte in raw:
@@ -85,7 +91,8 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
         raise BadInput("empty_message", "message has no value")
     if len(raw) > max_bytes:
         raise BadInput("page_too_large", f"page message is {len(raw)} bytes, over the {max_bytes}-byte limit")
-    if decode_avro is not None and raw[:1] in (b"\x00", b"\xc3"):
+    is_avro = decode_avro is not None and raw[:1] in (b"\x00", b"\xc3")
+    if is_avro:
         try:
             data = decode_avro(raw)
         except ValueError as exc:
@@ -106,7 +113,9 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
     if not isinstance(data, dict):
         raise BadInput("invalid_page_event", f"page event must be a JSON object, got {type(data).__name__}")
     try:  # JSON may smuggle lone surrogates (\ud800) that no UTF-8 consumer downstream can encode
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
+        # Valid UTF-8 holds no surrogate, so JSON text can only carry one as a \u escape.
+        if is_avro or _SURROGATE_ESCAPE.search(raw):
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
         doc_id = data.get("doc_id") if isinstance(data.get("doc_id"), str) else None
         raise BadInput("invalid_text", f"text contains an unencodable character ({exc.reason})", doc_id) from exc

@@ -53,6 +53,19 @@ def test_conflicting_duplicate_kills_the_document_with_all_its_pages() -> None:
         (b"{oops", "invalid_json"),
         ("café".encode("cp1252"), "invalid_utf8"),
         (b"[" * 10_000 + b"]" * 10_000, "json_too_deep"),
+        (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}", "json_too_deep"),
+        (
+            raw_page(doc_id="d", document_name="x", page_number=1, page_count=1, text="t").replace(
+                b'"t"', b'"\\ud800"'
+            ),
+            "invalid_text",
+        ),
+        (
+            raw_page(doc_id="d", document_name="x", page_number=1, page_count=1, text="t").replace(
+                b'"t"', b'"a\\uDFFFb"'
+            ),
+            "invalid_text",
+        ),
         (b"", "empty_message"),
         (raw_page(doc_id="", document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
         (raw_page(document_name="x", page_number=1, page_count=1, text="t"), "invalid_page_event"),
