@@ -106,6 +106,20 @@ def test_classification_keywords() -> None:
     assert classify_section("Background", "The port was built in 1910.") == "other"
 
 
+@pytest.mark.parametrize("word", ["SHALL", "\u017fhall", "S\u0130GNAL shall"])
+def test_keywords_match_as_re_i_does_also_where_lower_disagrees(chunker: SectionChunker, word: str) -> None:
+    """Keywords are found on the lowered text unless a code point folds differently under lower() and
+    re.I (the long s is "s" to re.I only; the dotted I lowers to two code points): then re.I decides."""
+    body = f"BACKGROUND\n\nThe crew {word} log every pole. Criteria are scored. Evaluation is weekly."
+    doc = _doc([body + "\n\nNOTES\n\nThe port was built in 1910."])
+    drafts = {d.metadata["section_name"]: d for d in chunker.chunk(doc)}
+    assert drafts["BACKGROUND"].metadata["requirement_flag"] is True
+    assert drafts["BACKGROUND"].metadata["section_type"] == "evaluation_criteria"
+    assert drafts["NOTES"].metadata["section_type"] == "other"
+    assert drafts["NOTES"].metadata["requirement_flag"] is False
+    assert all(d.text == doc.text[d.char_start : d.char_end] for d in drafts.values())
+
+
 def test_rfp_sections_types_and_flags(chunker: SectionChunker) -> None:
     doc = _doc([_rfp()], notice_id="EAST-2025-017")
     records = _records(chunker, doc)
