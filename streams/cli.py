@@ -127,6 +127,8 @@ def sink(
     from streams.sinks.factory import build_sink
     from streams.sinks.runner import SinkRunner
 
+    if kind == "vectors":  # one torch thread per process, as in the chunker workers (streams/agents/worker.py)
+        os.environ.setdefault("STREAMS_EMBED_THREADS", "1")
     settings = Settings()
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -39,6 +39,16 @@ def default_model_path() -> str:
     return str(Path(spec.origin).resolve().parent / "model")
 
 
+def embed_threads() -> int:
+    """STREAMS_EMBED_THREADS: torch threads for the forward pass; 0 (unset) keeps torch's default."""
+    raw = os.environ.get("STREAMS_EMBED_THREADS", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise EmbeddingUnavailable(f"STREAMS_EMBED_THREADS must be a whole number, got {raw!r}")
+    return int(raw)
+
+
 @dataclass
 class CacheStats:
     hits: int = 0
@@ -76,6 +86,11 @@ class Embedder:
                 raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
             from sentence_transformers import SentenceTransformer
 
+            threads = embed_threads()
+            if threads:
+                import torch
+
+                torch.set_num_threads(threads)
             self._model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
         return self._model
 

@@ -292,6 +292,18 @@ def test_odd_input_never_raises_anything_but_chunking_error(embedder: Embedder, 
         assert_exact_ranges(doc, drafts)
 
 
+def test_embed_threads_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streams.core.embedding import EmbeddingUnavailable, embed_threads
+
+    monkeypatch.delenv("STREAMS_EMBED_THREADS", raising=False)
+    assert embed_threads() == 0, "unset keeps torch's default"
+    monkeypatch.setenv("STREAMS_EMBED_THREADS", " 2 ")
+    assert embed_threads() == 2
+    monkeypatch.setenv("STREAMS_EMBED_THREADS", "two")
+    with pytest.raises(EmbeddingUnavailable, match="whole number"):
+        embed_threads()
+
+
 def test_missing_model_is_a_chunking_error(topics_doc: AssembledDocument) -> None:
     chunker = SemanticChunker(get_tokenizer(), embedder=Embedder("/nonexistent/model"))
     with pytest.raises(ChunkingError) as info:
