@@ -135,12 +135,13 @@ def end_to_end(
     strategies: Sequence[str],
     replicas: int,
     partitions: int,
+    expected_chunks: int,
     sinks: Sequence[str] = (),
     timeout: float = 900.0,
     progress: Progress | None = None,
-    expected_chunks: int | None = None,
 ) -> dict[str, Any]:
-    """One run on a fresh embedded broker with `replicas` workers per role."""
+    """One run on a fresh embedded broker with `replicas` workers per role; `expected_chunks` is what
+    in-process chunking made of the same documents."""
     from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
     from streams.settings import Settings
 
@@ -155,9 +156,8 @@ def end_to_end(
             collector = Collector(settings)
             try:
                 warm_up(settings, collector, strategies, timeout)
-                if expected_chunks is not None:
-                    collector.pause()
-                    already = collector.produced(settings.topics.chunks)
+                collector.pause()
+                already = collector.produced(settings.topics.chunks)
 
                 pages = [p for d in docs for p in d]
                 last_index = {}
@@ -176,15 +176,14 @@ def end_to_end(
                 started = time.time()
                 publish_pages(settings, pages, on_sent=on_sent)
                 wanted = [(d[0].doc_id, 0) for d in docs]
-                if expected_chunks is not None:
 
-                    def arrived(produced: int) -> None:
-                        if progress:
-                            label = f"end to end, {replicas} worker(s) per role: chunks on the topic"
-                            progress(label, produced - already, expected_chunks)
+                def arrived(produced: int) -> None:
+                    if progress:
+                        label = f"end to end, {replicas} worker(s) per role: chunks on the topic"
+                        progress(label, produced - already, expected_chunks)
 
-                    _wait_for_chunks(collector, already + expected_chunks, timeout, arrived)
-                    collector.resume()  # now decode and check them all: the times come from broker stamps
+                _wait_for_chunks(collector, already + expected_chunks, timeout, arrived)
+                collector.resume()  # now decode and check them all: the times come from broker stamps
 
                 def report(result: Any) -> None:
                     if progress:
@@ -255,12 +254,8 @@ def run_pipeline_bench(
         progress("in-process chunking", 0, 1)
     local = in_process(documents, chosen)
     expected = local["chunks"]
-    one = end_to_end(documents, chosen, 1, partitions, sinks, progress=progress, expected_chunks=expected)
-    two = (
-        end_to_end(documents, chosen, 2, partitions, sinks, progress=progress, expected_chunks=expected)
-        if scaling
-        else None
-    )
+    one = end_to_end(documents, chosen, 1, partitions, expected, sinks, progress=progress)
+    two = end_to_end(documents, chosen, 2, partitions, expected, sinks, progress=progress) if scaling else None
     report: dict[str, Any] = {
         "docs": docs,
         "pages": sum(len(d) for d in documents),

@@ -125,8 +125,6 @@ class _CutCounter:
     def __call__(self, start: int, end: int) -> int:
         if start < end and self._is_cut(start) and self._is_cut(end):
             # The common case (units end at sentences, lines and words): two bisects, no edges.
-            if self.ascii:
-                return bisect_right(self.token_ends, end) - bisect_right(self.token_ends, start)
             return self._tokens_before(end) - self._tokens_before(start)
         first = start
         limit = min(end, start + _CUT_SCAN)

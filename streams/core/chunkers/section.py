@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
@@ -177,15 +178,9 @@ class _Keywords:
         """`classify_section(heading, text[start:end])` for a section body (it starts and ends at a line)."""
         if self.low is None:
             return classify_section(heading, self.text[start:end])
-        for kind, pattern in _TYPE_KEYWORDS.items():
-            if pattern.search(heading):
-                return kind
-        best, best_hits = "other", 1
-        for kind, starts in self.kinds.items():
-            hits = bisect_left(starts, end) - bisect_left(starts, start)
-            if hits > best_hits:
-                best, best_hits = kind, hits
-        return best
+        return _classify(
+            heading, lambda: {kind: bisect_left(at, end) - bisect_left(at, start) for kind, at in self.kinds.items()}
+        )
 
     def in_piece(self, start: int, end: int) -> bool:
         """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries."""
@@ -324,11 +319,16 @@ def _continues(text: str, previous: _Heading, heading: _Heading) -> bool:
 
 def classify_section(heading: str, body: str) -> str:
     """Seed 002 section types: heading keywords decide, else the body's dominant keyword (>= 2 hits)."""
+    return _classify(heading, lambda: _keyword_hits(body))
+
+
+def _classify(heading: str, body_hits: Callable[[], dict[str, int]]) -> str:
+    """`body_hits` (keyword matches per type, in priority order) is only asked when the heading says nothing."""
     for kind, pattern in _TYPE_KEYWORDS.items():
         if pattern.search(heading):
             return kind
     best, best_hits = "other", 1
-    for kind, hits in _keyword_hits(body).items():
+    for kind, hits in body_hits().items():
         if hits > best_hits:
             best, best_hits = kind, hits
     return best
