@@ -177,3 +177,49 @@ def test_the_completing_page_is_never_stored(count: int) -> None:
     outcomes = _feed(assembler, raws)
     assert isinstance(outcomes[-1], Completed) and len(outcomes[-1].document.page_map) == count
     assert pages.writes == 2 * (count - 1)  # each earlier page stored once and deleted once
+
+
+def test_open_header_does_not_grow_with_the_page_count() -> None:
+    """The header is rewritten on every page; a page list in it made large documents' changelogs quadratic."""
+    written: list[int] = []
+
+    class Recording(dict):
+        def __setitem__(self, key: str, value: bytes) -> None:
+            written.append(len(value))
+            super().__setitem__(key, value)
+
+    assembler = Assembler(Recording(), {})
+    pages = [page_bytes(p) for p in make_pages("big", [f"page {i}" for i in range(1, 301)])]
+    random.Random(3).shuffle(pages)
+    outcomes = _feed(assembler, pages)
+    assert len(outcomes) == 1 and isinstance(outcomes[0], Completed)
+    open_writes = written[:-1]  # the last write is the finished header, with every page's digest
+    assert len(open_writes) == 299
+    assert max(open_writes) - min(open_writes) < 10, "an open header's size must not depend on pages received"
+    assert _feed(assembler, [pages[0]]) == []  # the finished header still recognises a late duplicate
+
+
+def test_open_header_written_before_the_count_is_still_read() -> None:
+    """Headers that listed the received pages (earlier releases) still complete, dedupe and conflict."""
+    pages = make_pages("old", ["one", "two", "three"])
+    assembler = _assembler()
+    key = Assembler.doc_key("old", 0)
+    legacy = {
+        "state": "open",
+        "doc_id": "old",
+        "page_count": 3,
+        "received": [1],
+        "digests": {"1": "whatever"},
+        "bytes": len(page_bytes(pages[0])),
+        "first_ms": 0,
+        "updated_ms": 0,
+        "partition": 0,
+    }
+    assembler.headers[key] = json.dumps(legacy).encode()
+    assembler.pages[Assembler.page_key(key, 1)] = page_bytes(pages[0])
+    assert _feed(assembler, [page_bytes(pages[0])]) == []  # identical duplicate of a listed page
+    assert _feed(assembler, [page_bytes(pages[1])]) == []
+    (done,) = _feed(assembler, [page_bytes(pages[2])])
+    assert isinstance(done, Completed) and done.document.text.startswith("one\n\ntwo\n\nthree")
+    assert [p.page_number for p in done.document.page_map] == [1, 2, 3]
+    assert assembler.pages == {}
