@@ -144,6 +144,11 @@ def assembler_app(settings: Settings) -> faust.App:
     versions = app.topic(topics.versions, key_type=bytes, value_type=bytes)
     assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
 
+    @app.on_partitions_assigned.connect
+    async def on_assigned(*_args: object, **_kwargs: object) -> None:
+        # Recovery runs before the agent sees another page, so the next page rescans the recovered tables.
+        assembler.forget_pending()
+
     @app.agent(source)
     async def assemble(stream: faust.StreamT) -> None:
         async for event in stream.events():

@@ -146,7 +146,10 @@ class Assembler:
 
     An open document's header stays the same size whatever its page count (a count, not the page list):
     the header is rewritten on every page, and a growing one made its changelog quadratic, 97 MB of
-    header writes for a 2,000-page document. Which pages arrived is the set of stored page keys.
+    header writes for a 2,000-page document. Which pages arrived is the set of stored page keys; the
+    count only caches it. The two tables have separate changelogs, so after a rebalance or a crash the
+    count can be behind or ahead of the stored pages. It is recounted wherever that would matter: when a
+    header is created, when a page arrives again, and before a document completes.
     """
 
     def __init__(
@@ -184,6 +187,18 @@ class Assembler:
     def _put_header(self, key: str, header: dict) -> None:
         self.headers[key] = json.dumps(header, sort_keys=True).encode()
 
+    def _recount(self, key: str, header: dict, skip: int = 0) -> None:
+        """Set the count and bytes from the stored pages (except page `skip`), the tables' ground truth."""
+        count = size = 0
+        for number in range(1, header["page_count"] + 1):
+            raw = self.pages.get(self.page_key(key, number)) if number != skip else None
+            if raw is not None:
+                count += 1
+                size += len(raw)
+        if self._pending is not None:
+            self._pending += size - header["bytes"]
+        header["count"], header["bytes"] = count, size
+
     def _take_pages(self, key: str, header: dict) -> list[bytes]:
         out = []
         for number in range(1, header.get("page_count", 0) + 1):
@@ -211,6 +226,10 @@ class Assembler:
                 if header.get("state") == "open":
                     self._pending += header.get("bytes", 0)
         return self._pending
+
+    def forget_pending(self) -> None:
+        """Rescan the pending bytes on next use: a rebalance moved documents in or out of the tables."""
+        self._pending = None
 
     def _release(self, header: dict) -> None:
         if self._pending is not None:
@@ -264,6 +283,8 @@ class Assembler:
                 "updated_ms": now_ms,
                 "partition": partition,
             }
+            if page.page_count > 1:  # pages whose header write was lost (changelogs recover separately)
+                self._recount(key, header, skip=page.page_number)
         if page.page_count != header["page_count"]:
             return [
                 self._kill(
@@ -280,6 +301,11 @@ class Assembler:
         stored = self.pages.get(pkey)
         if stored is not None:
             if _digest(parse_page(stored, self.decode_avro, self.limits.max_page_bytes)) == _digest(page):
+                # A redelivery: the header may have missed this page's count (a lost header write).
+                count = header["count"]
+                self._recount(key, header)
+                if header["count"] != count:
+                    self._put_header(key, header)
                 return []
             return [
                 self._kill(
@@ -307,6 +333,12 @@ class Assembler:
         if self._pending is not None:
             self._pending += len(raw)
         header["updated_ms"] = now_ms
+        if header["count"] >= header["page_count"]:
+            self._recount(key, header, skip=page.page_number)  # a count ahead of the stored pages
+            header["count"] += 1
+            header["bytes"] += len(raw)
+            if self._pending is not None:
+                self._pending += len(raw)
         if header["count"] < header["page_count"]:
             self.pages[pkey] = raw
             self._put_header(key, header)
