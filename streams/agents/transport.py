@@ -1,9 +1,9 @@
-"""The faust Kafka transport, corrected for at-least-once across rebalances (points 1-6) and for the
-embedded broker's empty fetches (point 7).
+"""The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7) and for the
+embedded broker's empty fetches (point 8).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
-again from the committed offsets. Six things break that, each silently:
+again from the committed offsets. Seven things break that, each silently:
 
 1. The stream *acks* a message it skips, so its offset is committed as if it had been processed. The
    consumer here refuses those acks: the message stays uncommitted and is fetched again.
@@ -34,14 +34,21 @@ again from the committed offsets. Six things break that, each silently:
    commit through them. That holds for compacted topics and transaction markers only; on the other
    topics offsets are dense, and a jump means records were fetched and lost on the way (seen after a
    broker restart: seven documents committed, never chunked). There the partition is rewound instead.
+7. faust's fetch loop hands each message to the streams racing a flow suspension (`wait_first`), and
+   marks it read whichever wins: a message whose hand-over a rebalance cut short is dropped without a
+   trace (a page that was never assembled; the commit rule of point 4 held the commit before it, so
+   nothing was lost for good, but nothing fetched it again until the next rebalance either). Here a
+   cut-short hand-over marks the message for fetching again, and, as a net under all of the above, a
+   commit that stays held before a message while later ones of its partition are processed (in-order
+   processing makes that impossible unless the message was lost) rewinds the partition to it.
 
-7. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
+8. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
    consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
    burnt 93% of a core, two of them the whole machine, slowing everything else and making timers late.
    Here a fetch that brought nothing and came back sooner than `EMPTY_FETCH_BACKOFF_S` waits out the rest
    before the next one to that broker. A broker that holds empty fetches (Kafka) never triggers it.
 
-Points 1-6 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
+Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
 
@@ -62,11 +69,12 @@ from intervaltree import IntervalTree
 
 log = logging.getLogger("streams.agents")
 
-EMPTY_FETCH_BACKOFF_S = 0.05  # at most 20 empty fetches a second per broker connection (point 7)
+EMPTY_FETCH_BACKOFF_S = 0.05  # at most 20 empty fetches a second per broker connection (point 8)
+LOST_RETRY_S = 10.0  # a held commit rewinds its partition again only after this long (point 7)
 
 
 def _hold_empty_fetches() -> None:
-    """Patch aiokafka's fetcher once per process (point 7 above)."""
+    """Patch aiokafka's fetcher once per process (point 8 above)."""
     if getattr(Fetcher._proc_fetch_request, "holds_empty_fetches", False):
         return
     original = Fetcher._proc_fetch_request
@@ -129,6 +137,18 @@ class SeekingConsumer(driver.Consumer):
         self._head: dict[TP, int] = {}  # the offset the next fetched record of a partition should have
         self._refetch: dict[TP, int] = {}  # lowest skipped offset per partition, to fetch again
         self._head_rewound: dict[TP, int] = {}
+        self._held: dict[TP, tuple[int, float]] = {}  # commit held before a lost message: (offset, when rewound)
+        hand_over = self.callback
+
+        async def hand_over_or_refetch(message: Message) -> None:
+            try:
+                await hand_over(message)
+            except asyncio.CancelledError:  # cut short by a flow suspension: faust marks it read anyway
+                if self.app.topics.acks_enabled_for(message.topic):
+                    self._mark_refetch(message.tp, message.offset)
+                raise
+
+        self.callback = hand_over_or_refetch
         flow = self.app.flow_control
         clear = flow.clear
 
@@ -182,7 +202,13 @@ class SeekingConsumer(driver.Consumer):
                 self._acked_index[tp].difference_update(stale)
             gaps: IntervalTree = self._gap[tp]
             if base not in self._acked_index[tp] and not gaps.overlaps(base):
-                return None  # the next message to commit is not processed yet (or was skipped)
+                # Not processed yet, or skipped. Later ones processed mean it was lost: fetch it again.
+                held, now = self._held.get(tp), time.monotonic()
+                if acked and (held is None or held[0] != base or now - held[1] > LOST_RETRY_S):
+                    self._held[tp] = (base, now)
+                    log.warning("%s-%s: commit held before %s, later offsets done; fetching again", *tp, base)
+                    self._mark_refetch(tp, base)
+                return None
         return super()._new_offset(tp)
 
     async def _rewind(self, tp: TP, first: int, after: int | None, why: str) -> bool:

@@ -144,6 +144,48 @@ def test_a_jump_in_a_compacted_topic_is_a_hole_in_the_log(consumer: SeekingConsu
     assert consumer._new_offset(versions) == 19
 
 
+def test_a_hand_over_cut_short_by_a_rebalance_is_fetched_again(consumer: SeekingConsumer) -> None:
+    """faust's fetch loop races each hand-over against a flow suspension and marks the message read
+    either way; a cancelled hand-over is a message no stream will see."""
+    import asyncio
+
+    from faust.types import Message
+
+    async def full_queue(_message: Message) -> None:
+        await asyncio.Event().wait()  # the stream's queue is full: the hand-over waits
+
+    fresh = SeekingConsumer(
+        consumer.transport,
+        callback=full_queue,
+        on_partitions_revoked=consumer._on_partitions_revoked,
+        on_partitions_assigned=consumer._on_partitions_assigned,
+    )
+    consumer.app.topics._acking_topics.add(TOPIC)
+
+    async def cut_short() -> None:
+        handing = asyncio.ensure_future(fresh.callback(Message(TOPIC, 1, 21, 0.0, 0, [], b"k", b"v", None)))
+        await asyncio.sleep(0)
+        handing.cancel()  # what wait_first does to the hand-over when suspend_flow wins the race
+        with pytest.raises(asyncio.CancelledError):
+            await handing
+
+    asyncio.run(cut_short())
+    assert fresh._refetch == {tp: 21}
+
+
+def test_a_commit_held_before_a_lost_message_fetches_it_again(consumer: SeekingConsumer) -> None:
+    """Processing is in order, so later offsets done while the commit waits on 21 means 21 was lost."""
+    consumer.on_sought({tp: 21})
+    consumer._committed_offset[tp] = 21
+    processed(consumer, 22, 23)
+    assert consumer._new_offset(tp) is None
+    assert consumer._refetch == {tp: 21}
+    consumer._refetch.clear()
+    assert consumer._new_offset(tp) is None and consumer._refetch == {}  # not again at every commit
+    processed(consumer, 21)
+    assert consumer._new_offset(tp) == 24
+
+
 @pytest.mark.integration
 def test_an_idle_consumer_does_not_spin_on_empty_fetches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """noida-db answers an empty fetch at once; without the hold this consumer sent 5,373 fetches in 2 s
