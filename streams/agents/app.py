@@ -147,7 +147,7 @@ def assembler_app(settings: Settings) -> faust.App:
     @app.on_partitions_assigned.connect
     async def on_assigned(*_args: object, **_kwargs: object) -> None:
         # Recovery runs before the agent sees another page, so the next page rescans the recovered tables.
-        assembler.forget_pending()
+        assembler.forget_cached()
 
     @app.agent(source)
     async def assemble(stream: faust.StreamT) -> None:

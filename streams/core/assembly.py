@@ -144,12 +144,11 @@ def _has_content(text: str) -> bool:
 class Assembler:
     """Collects pages per document version in `headers` (JSON) and `pages` (raw bytes) maps.
 
-    An open document's header stays the same size whatever its page count (a count, not the page list):
-    the header is rewritten on every page, and a growing one made its changelog quadratic, 97 MB of
-    header writes for a 2,000-page document. Which pages arrived is the set of stored page keys; the
-    count only caches it. The two tables have separate changelogs, so after a rebalance or a crash the
-    count can be behind or ahead of the stored pages. It is recounted wherever that would matter: when a
-    header is created, when a page arrives again, and before a document completes.
+    Which pages of an open document arrived is the set of its stored page keys, and nothing else: the
+    two maps recover from separate changelogs, so a page count kept in the header could fall behind the
+    stored pages after a rebalance (a document waiting forever) or run ahead of them (a document completed
+    with a page missing). An open document's header is written once, by its first page; the count and
+    bytes of its stored pages are a per-process cache, rebuilt from the page map after every assignment.
     """
 
     def __init__(
@@ -164,6 +163,7 @@ class Assembler:
         self.limits = limits or Limits()
         self.decode_avro = decode_avro
         self._pending: int | None = None
+        self._stored: dict[str, list[int]] = {}  # doc key -> [pages stored, their bytes]
 
     # -- state helpers -------------------------------------------------------------------------
     @staticmethod
@@ -176,28 +176,27 @@ class Assembler:
 
     def _header(self, key: str) -> dict | None:
         raw = self.headers.get(key)
-        if not raw:
-            return None
-        header = json.loads(raw)
-        if header.get("state") == "open" and "received" in header:  # written before headers kept a count
-            header["count"] = len(header.pop("received"))
-            header.pop("digests", None)
-        return header
+        return json.loads(raw) if raw else None
 
     def _put_header(self, key: str, header: dict) -> None:
         self.headers[key] = json.dumps(header, sort_keys=True).encode()
 
-    def _recount(self, key: str, header: dict, skip: int = 0) -> None:
-        """Set the count and bytes from the stored pages (except page `skip`), the tables' ground truth."""
-        count = size = 0
-        for number in range(1, header["page_count"] + 1):
-            raw = self.pages.get(self.page_key(key, number)) if number != skip else None
+    def _count(self, key: str, page_count: int) -> list[int]:
+        """[count, bytes] of a document's stored pages, from the page map."""
+        stored = [0, 0]
+        for number in range(1, page_count + 1):
+            raw = self.pages.get(self.page_key(key, number))
             if raw is not None:
-                count += 1
-                size += len(raw)
-        if self._pending is not None:
-            self._pending += size - header["bytes"]
-        header["count"], header["bytes"] = count, size
+                stored[0] += 1
+                stored[1] += len(raw)
+        return stored
+
+    def _stored_for(self, key: str, page_count: int) -> list[int]:
+        """The cached [count, bytes] of an open document, counted from the page map on first use."""
+        stored = self._stored.get(key)
+        if stored is None:
+            stored = self._stored[key] = self._count(key, page_count)
+        return stored
 
     def _take_pages(self, key: str, header: dict) -> list[bytes]:
         out = []
@@ -210,7 +209,7 @@ class Assembler:
         return out
 
     def _kill(self, key: str, header: dict, code: str, reason: str, extra: list[bytes], now_ms: int) -> Dead:
-        self._release(header)
+        self._release(key, header)
         pages = self._take_pages(key, header) + extra
         self._put_header(
             key, {"state": "dead", "code": code, "updated_ms": now_ms, "partition": header.get("partition")}
@@ -218,22 +217,21 @@ class Assembler:
         return Dead(code, reason, header.get("doc_id"), pages)
 
     def pending_bytes(self) -> int:
-        """Bytes of incomplete documents; scanned once (e.g. after a restart), then kept as a running total."""
+        """Bytes of incomplete documents (every stored page is one): scanned once, then a running total."""
         if self._pending is None:
-            self._pending = 0
-            for raw in self.headers.values():
-                header = json.loads(raw)
-                if header.get("state") == "open":
-                    self._pending += header.get("bytes", 0)
+            self._pending = sum(len(raw) for raw in self.pages.values())
         return self._pending
 
-    def forget_pending(self) -> None:
-        """Rescan the pending bytes on next use: a rebalance moved documents in or out of the tables."""
+    def forget_cached(self) -> None:
+        """A rebalance moved documents in or out of the maps: rebuild the counts and the total from them."""
         self._pending = None
+        self._stored.clear()
 
-    def _release(self, header: dict) -> None:
+    def _release(self, key: str, header: dict) -> None:
+        """Before a document's pages leave the map: take their bytes off the running total."""
+        stored = self._stored.pop(key, None)
         if self._pending is not None:
-            self._pending -= header.get("bytes", 0)
+            self._pending -= (stored or self._count(key, header.get("page_count", 0)))[1]
 
     # -- events --------------------------------------------------------------------------------
     def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0) -> list[Outcome]:
@@ -272,19 +270,15 @@ class Assembler:
                     [raw],
                 )
             ]
+        header_is_new = header is None
         if header is None:
             header = {
                 "state": "open",
                 "doc_id": page.doc_id,
                 "page_count": page.page_count,
-                "count": 0,
-                "bytes": 0,
                 "first_ms": now_ms,
-                "updated_ms": now_ms,
                 "partition": partition,
             }
-            if page.page_count > 1:  # pages whose header write was lost (changelogs recover separately)
-                self._recount(key, header, skip=page.page_number)
         if page.page_count != header["page_count"]:
             return [
                 self._kill(
@@ -298,14 +292,9 @@ class Assembler:
                 )
             ]
         pkey = self.page_key(key, page.page_number)
-        stored = self.pages.get(pkey)
-        if stored is not None:
-            if _digest(parse_page(stored, self.decode_avro, self.limits.max_page_bytes)) == _digest(page):
-                # A redelivery: the header may have missed this page's count (a lost header write).
-                count = header["count"]
-                self._recount(key, header)
-                if header["count"] != count:
-                    self._put_header(key, header)
+        stored_raw = self.pages.get(pkey)
+        if stored_raw is not None:
+            if _digest(parse_page(stored_raw, self.decode_avro, self.limits.max_page_bytes)) == _digest(page):
                 return []
             return [
                 self._kill(
@@ -317,7 +306,8 @@ class Assembler:
                     now_ms,
                 )
             ]
-        if header["bytes"] + len(raw) > self.limits.max_document_bytes:
+        stored = self._stored_for(key, page.page_count)
+        if stored[1] + len(raw) > self.limits.max_document_bytes:
             return [
                 self._kill(
                     key,
@@ -328,30 +318,23 @@ class Assembler:
                     now_ms,
                 )
             ]
-        header["count"] += 1
-        header["bytes"] += len(raw)
-        if self._pending is not None:
-            self._pending += len(raw)
-        header["updated_ms"] = now_ms
-        if header["count"] >= header["page_count"]:
-            self._recount(key, header, skip=page.page_number)  # a count ahead of the stored pages
-            header["count"] += 1
-            header["bytes"] += len(raw)
+        if stored[0] + 1 < page.page_count:
             if self._pending is not None:
                 self._pending += len(raw)
-        if header["count"] < header["page_count"]:
             self.pages[pkey] = raw
-            self._put_header(key, header)
-            outcomes: list[Outcome] = []
+            stored[0] += 1
+            stored[1] += len(raw)
+            if header_is_new:  # the only write of an open header (see the class docstring)
+                self._put_header(key, header)
             if self.pending_bytes() > self.limits.max_pending_bytes:
-                outcomes.extend(self._evict_oldest(now_ms))
-            return outcomes
+                return self._evict_oldest(now_ms)
+            return []
         return [self._complete(key, header, page, raw, now_ms)]
 
     def _complete(self, key: str, header: dict, last: PageEvent, last_raw: bytes, now_ms: int) -> Outcome:
         # The page that completes a document is never stored: one table write and one tombstone fewer
         # per document, none at all for a single page.
-        self._release(header)
+        self._release(key, header)
         raws = self._take_pages(key, header)
         pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws] + [last]
         raws.append(last_raw)
@@ -400,7 +383,7 @@ class Assembler:
             header = self._header(key)
             if header is None:
                 continue
-            age = now_ms - header.get("updated_ms", 0)
+            age = now_ms - header.get("updated_ms", header.get("first_ms", 0))
             if header["state"] == "open" and now_ms - header["first_ms"] > self.limits.timeout_ms:
                 missing = [n for n in range(1, header["page_count"] + 1) if self.page_key(key, n) not in self.pages]
                 shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
