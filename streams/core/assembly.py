@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -379,10 +379,11 @@ class Assembler:
     def on_tick(self, partition: int | None = None, now_ms: int = 0) -> list[Outcome]:
         """Expire incomplete documents past the timeout and forget old finished headers."""
         outcomes: list[Outcome] = []
-        for key in list(self._keys_for(partition)):
-            header = self._header(key)
-            if header is None:
+        for key, raw in list(self.headers.items()):  # a copy: expiring deletes and rewrites headers
+            header = json.loads(raw)
+            if partition is not None and header.get("partition") != partition:
                 continue
+            key = key.decode() if isinstance(key, bytes) else key
             age = now_ms - header.get("updated_ms", header.get("first_ms", 0))
             if header["state"] == "open" and now_ms - header["first_ms"] > self.limits.timeout_ms:
                 missing = [n for n in range(1, header["page_count"] + 1) if self.page_key(key, n) not in self.pages]
@@ -400,11 +401,6 @@ class Assembler:
             elif header["state"] in ("done", "dead") and age > self.limits.retention_ms:
                 del self.headers[key]
         return outcomes
-
-    def _keys_for(self, partition: int | None) -> Iterator[str]:
-        for key, raw in list(self.headers.items()):
-            if partition is None or json.loads(raw).get("partition") == partition:
-                yield key.decode() if isinstance(key, bytes) else key
 
 
 def _digest(page: PageEvent) -> str:
