@@ -181,24 +181,21 @@ class Assembler:
     def _put_header(self, key: str, header: dict) -> None:
         self.headers[key] = json.dumps(header, sort_keys=True).encode()
 
-    def _count(self, key: str, page_count: int) -> list[int]:
-        """[count, bytes] of a document's stored pages, from the page map."""
-        stored = [0, 0]
-        for number in range(1, page_count + 1):
-            raw = self.pages.get(self.page_key(key, number))
-            if raw is not None:
-                stored[0] += 1
-                stored[1] += len(raw)
-        return stored
-
     def _stored_for(self, key: str, page_count: int) -> list[int]:
-        """The cached [count, bytes] of an open document, counted from the page map on first use."""
+        """The cached [count, bytes] of an open document's stored pages, counted from the map on first use."""
         stored = self._stored.get(key)
         if stored is None:
-            stored = self._stored[key] = self._count(key, page_count)
+            stored = self._stored[key] = [0, 0]
+            for number in range(1, page_count + 1):
+                raw = self.pages.get(self.page_key(key, number))
+                if raw is not None:
+                    stored[0] += 1
+                    stored[1] += len(raw)
         return stored
 
     def _take_pages(self, key: str, header: dict) -> list[bytes]:
+        """Remove a finished or dead document's stored pages, and their bytes from the running total."""
+        self._stored.pop(key, None)
         out = []
         for number in range(1, header.get("page_count", 0) + 1):
             pkey = self.page_key(key, number)
@@ -206,10 +203,11 @@ class Assembler:
             if raw is not None:
                 out.append(raw)
                 del self.pages[pkey]
+        if self._pending is not None:
+            self._pending -= sum(map(len, out))
         return out
 
     def _kill(self, key: str, header: dict, code: str, reason: str, extra: list[bytes], now_ms: int) -> Dead:
-        self._release(key, header)
         pages = self._take_pages(key, header) + extra
         self._put_header(
             key, {"state": "dead", "code": code, "updated_ms": now_ms, "partition": header.get("partition")}
@@ -226,12 +224,6 @@ class Assembler:
         """A rebalance moved documents in or out of the maps: rebuild the counts and the total from them."""
         self._pending = None
         self._stored.clear()
-
-    def _release(self, key: str, header: dict) -> None:
-        """Before a document's pages leave the map: take their bytes off the running total."""
-        stored = self._stored.pop(key, None)
-        if self._pending is not None:
-            self._pending -= (stored or self._count(key, header.get("page_count", 0)))[1]
 
     # -- events --------------------------------------------------------------------------------
     def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0) -> list[Outcome]:
@@ -334,7 +326,6 @@ class Assembler:
     def _complete(self, key: str, header: dict, last: PageEvent, last_raw: bytes, now_ms: int) -> Outcome:
         # The page that completes a document is never stored: one table write and one tombstone fewer
         # per document, none at all for a single page.
-        self._release(key, header)
         raws = self._take_pages(key, header)
         pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws] + [last]
         raws.append(last_raw)
@@ -384,7 +375,7 @@ class Assembler:
             if partition is not None and header.get("partition") != partition:
                 continue
             key = key.decode() if isinstance(key, bytes) else key
-            age = now_ms - header.get("updated_ms", header.get("first_ms", 0))
+            age = now_ms - header.get("updated_ms", 0)
             if header["state"] == "open" and now_ms - header["first_ms"] > self.limits.timeout_ms:
                 missing = [n for n in range(1, header["page_count"] + 1) if self.page_key(key, n) not in self.pages]
                 shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
