@@ -9,10 +9,15 @@ decodes every chunk and checks that each document is complete, with no dead lett
 along would take CPU from the pipeline it measures: against noida-db, which answers an empty fetch at
 once, librdkafka re-fetches in a busy loop (about 40% of a core here). Each end-to-end run starts with a
 warm-up document so worker start-up and group joins are not counted.
+
+Each run also reports the CPU seconds every process group used while the clock ran (workers, broker,
+the benchmark itself): CPU per page is what a capacity plan needs, and unlike the rate it barely moves
+when other jobs share the machine.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import tempfile
@@ -130,6 +135,27 @@ def _wait_for_chunks(
     raise BenchError(f"chunks.created held {produced} of {wanted} chunks after {timeout:.0f}s")
 
 
+def group_cpu_seconds(groups: dict[str, int]) -> dict[str, float] | None:
+    """User plus system CPU seconds of each process group, from /proc (None where there is none): of
+    every live process in it and of the children those have reaped (the launchers of the embedded
+    servers run the server as a child)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    by_group = {pgid: 0 for pgid in groups.values()}
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        pgrp = int(fields[2])
+        if pgrp in by_group:
+            by_group[pgrp] += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
+    return {name: by_group[pgid] / ticks for name, pgid in groups.items()}
+
+
 def end_to_end(
     docs: Sequence[list[PageEvent]],
     strategies: Sequence[str],
@@ -173,6 +199,10 @@ def end_to_end(
                     if progress and count % 50 == 0:
                         progress(f"end to end, {replicas} worker(s) per role: publishing", count, len(pages))
 
+                groups = {role: proc.pid for role, proc in pipeline.workers.items()}
+                if pipeline.broker is not None and pipeline.broker.proc is not None:
+                    groups["broker"] = pipeline.broker.proc.pid
+                cpu_before, bench_before = group_cpu_seconds(groups), time.process_time()
                 started = time.time()
                 publish_pages(settings, pages, on_sent=on_sent)
                 wanted = [(d[0].doc_id, 0) for d in docs]
@@ -183,6 +213,7 @@ def end_to_end(
                         progress(label, produced - already, expected_chunks)
 
                 _wait_for_chunks(collector, already + expected_chunks, timeout, arrived)
+                cpu_after, bench_after = group_cpu_seconds(groups), time.process_time()
                 collector.resume()  # now decode and check them all: the times come from broker stamps
 
                 def report(result: Any) -> None:
@@ -212,6 +243,11 @@ def end_to_end(
     }
     if stored_s is not None:
         figures["stored_chunks_per_s"] = chunks / stored_s
+    if cpu_before is not None and cpu_after is not None:
+        cpu = {name: cpu_after[name] - cpu_before[name] for name in cpu_before}
+        cpu["bench"] = bench_after - bench_before
+        figures["cpu_s"] = cpu
+        figures["cpu_ms_per_page"] = {name: 1000 * seconds / len(pages) for name, seconds in cpu.items()}
     return figures
 
 

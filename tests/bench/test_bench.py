@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,35 @@ def test_cli_pipeline_json_reports_end_to_end_and_scaling() -> None:
     assert report["ratio_to_in_process"] == pytest.approx(report["pages_per_s"] / report["in_process_pages_per_s"])
     assert set(report["scaling"]) >= {"one_worker_pages_per_s", "two_workers_pages_per_s"}
     assert report["scaling"]["two_workers_pages_per_s"] == report["two_workers"]["pages_per_s"]
+    cpu = report["one_worker"]["cpu_s"]
+    assert set(cpu) == {"assembler", "chunker:window", "broker", "bench"}
+    assert all(seconds >= 0 for seconds in cpu.values()) and cpu["broker"] > 0
+    assert set(report["two_workers"]["cpu_s"]) >= {"assembler#2", "chunker:window#2"}
+
+
+def test_group_cpu_counts_the_children_of_a_launcher() -> None:
+    """The embedded servers run under a launcher process: a group's CPU must include its children."""
+    import subprocess
+    import sys
+
+    from streams.bench.pipeline import group_cpu_seconds
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+    launcher = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"
+    proc = subprocess.Popen([sys.executable, "-c", launcher + "; import time; time.sleep(5)"], start_new_session=True)
+    try:
+        time.sleep(0.2)
+        deadline = time.monotonic() + 10
+        used = 0.0
+        while time.monotonic() < deadline:
+            used = group_cpu_seconds({"launcher": proc.pid})["launcher"]  # the child exits after its 0.4 s
+            if used >= 0.35:  # clock ticks round the child's own 0.4 s
+                break
+            time.sleep(0.1)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert used >= 0.35
 
 
 def test_soak_helpers_measure_memory_and_trend() -> None:
