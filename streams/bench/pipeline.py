@@ -139,20 +139,21 @@ def group_cpu_seconds(groups: dict[str, int]) -> dict[str, float] | None:
     """User plus system CPU seconds of each process group, from /proc (None where there is none): of
     every live process in it and of the children those have reaped (the launchers of the embedded
     servers run the server as a child)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    from streams.ops.groups import proc_stat
+
+    if not os.path.isdir("/proc"):
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
     by_group = {pgid: 0 for pgid in groups.values()}
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:  # the process ended meanwhile
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
-        fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
-        pgrp = int(fields[2])
-        if pgrp in by_group:
-            by_group[pgrp] += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
+        try:
+            fields = proc_stat(entry)
+        except OSError:  # gone meanwhile
+            continue
+        if fields is not None and int(fields[2]) in by_group:
+            by_group[int(fields[2])] += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
+    ticks = os.sysconf("SC_CLK_TCK")
     return {name: by_group[pgid] / ticks for name, pgid in groups.items()}
 
 
