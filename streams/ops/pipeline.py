@@ -37,6 +37,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_MAX_DOCUMENT_BYTES": str(settings.max_document_bytes),
         "STREAMS_MAX_PENDING_BYTES": str(settings.max_pending_bytes),
         "STREAMS_PROCESSING_GUARANTEE": settings.processing_guarantee,
+        "STREAMS_COMPRESSION": settings.compression,
         "STREAMS_MONGO_URL": settings.mongo_url,
         "STREAMS_MONGO_DATABASE": settings.mongo_database,
         "STREAMS_MONGO_COLLECTION": settings.mongo_collection,
@@ -69,6 +70,7 @@ def producer(settings: Settings) -> Producer:
             **client_config(settings),
             "message.max.bytes": settings.max_message_bytes,
             "linger.ms": 5,
+            "compression.type": settings.compression,
             "enable.idempotence": True,
         }
     )

@@ -62,7 +62,7 @@ class SinkRunner:
             self._assign_all(topics)
         else:
             self.consumer.subscribe(topics)
-        self.dead = Producer(client_config(settings))
+        self.dead = Producer({**client_config(settings), "compression.type": settings.compression})
 
     def _assign_all(self, topics: list[str]) -> None:
         """One replica owns every partition and commits under the group id, without group membership.
