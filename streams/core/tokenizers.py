@@ -6,9 +6,9 @@ import functools
 import os
 from bisect import bisect_right
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Protocol
 
+import numpy as np
 import tiktoken
 
 
@@ -78,7 +78,7 @@ class _CutCounter:
     plus encoding its edges (the few characters before its first cut and after its last).
     """
 
-    def __init__(self, text: str, encoding: tiktoken.Encoding, byte_lengths: list[int]) -> None:
+    def __init__(self, text: str, encoding: tiktoken.Encoding, byte_lengths: np.ndarray) -> None:
         self.text = text
         self.encoding = encoding
         self.ascii = text.isascii()
@@ -88,7 +88,10 @@ class _CutCounter:
             for index in range(0, len(text) + 1, _BYTE_STEP):
                 self.checkpoints.append(position)
                 position += len(text[index : index + _BYTE_STEP].encode("utf-8"))
-        self.token_ends = list(accumulate(map(byte_lengths.__getitem__, encoding.encode_ordinary(text))))
+        # encode_to_numpy with no special tokens allowed or disallowed is encode_ordinary, without the
+        # list of Python ints: 10% of this counter's cost on the letters.
+        ids = encoding.encode_to_numpy(text, disallowed_special=())
+        self.token_ends: list[int] = np.cumsum(byte_lengths[ids]).tolist()
         self._edges: dict[str, int] = {}
 
     def _is_cut(self, p: int) -> bool:
@@ -178,10 +181,10 @@ def _utf8(text: str) -> bool:
 
 
 @functools.cache
-def _byte_lengths(name: str) -> list[int]:
+def _byte_lengths(name: str) -> np.ndarray:
     """Byte length of every token id of an encoding."""
     encoding = tiktoken_encoding(name)
-    lengths = [0] * encoding.n_vocab
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
     for token, rank in encoding._mergeable_ranks.items():
         lengths[rank] = len(token)
     return lengths

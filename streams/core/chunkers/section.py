@@ -59,6 +59,7 @@ _TYPE_ANY = re.compile(
 _FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 _REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
 _REQUIREMENT_LOW = re.compile(_REQUIREMENT.pattern)  # the same on lowered text
+_EDGE = len("requirements") + 1  # an edge window: the longest requirement word plus the character after it
 # Section-type keywords plus the requirement words that are no type keyword: on the lowered text, the
 # "requirement" group and `_FLAG_ONLY` together find exactly what `_REQUIREMENT` finds.
 _FLAG_ONLY = "flag_only"
@@ -183,10 +184,21 @@ class _Keywords:
         )
 
     def in_piece(self, start: int, end: int) -> bool:
-        """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries."""
+        """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries.
+
+        Keywords are whole words, so a match inside the slice is one of the document's matches unless
+        the slice's own ends make its boundary: then it touches an end, and only the two edges (a
+        keyword is at most `_KEYWORD_SPAN` characters) need searching.
+        """
         if self.low is None:
             return bool(_REQUIREMENT.search(self.text[start:end]))
-        return bool(_REQUIREMENT_LOW.search(self.low[start:end]))
+        if self.any_in(start, end):
+            return True
+        low = self.low
+        if _REQUIREMENT_LOW.match(low[start : min(end, start + _EDGE)]):
+            return True
+        tail_start = max(start, end - _EDGE)
+        return any(m.end() == end - tail_start for m in _REQUIREMENT_LOW.finditer(low[tail_start:end]))
 
     def any_in(self, start: int, end: int) -> bool:
         """A keyword match lies wholly inside [start, end)."""

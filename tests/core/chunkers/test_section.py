@@ -281,3 +281,34 @@ def test_any_text_gives_slices_of_the_stream(chunker: SectionChunker, text: str)
     doc = _doc([text])
     for draft in chunker.chunk(doc):
         assert draft.text == doc.text[draft.char_start : draft.char_end] and draft.text.strip()
+
+
+KEYWORD_TOKENS = [
+    "shall",
+    "must",
+    "required",
+    "requirements",
+    "Requirement",
+    "mandatory",
+    "x",
+    "9",
+    "_",
+    " ",
+    "\n",
+    ".",
+    "é",
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(KEYWORD_TOKENS), max_size=14))
+def test_requirement_check_of_a_piece_equals_searching_its_slice(parts: list[str]) -> None:
+    """The document-wide keyword scan answers every slice as a search of the slice would, also where the
+    slice's ends cut a word (then the ends are word boundaries)."""
+    from streams.core.chunkers.section import _REQUIREMENT, _Keywords
+
+    text = "".join(parts)
+    keywords = _Keywords(text)
+    for start in range(len(text) + 1):
+        for end in range(start, len(text) + 1):
+            assert keywords.in_piece(start, end) == bool(_REQUIREMENT.search(text[start:end])), (start, end)
