@@ -177,6 +177,8 @@ def pipeline(
             )
     out.print(table)
     out.print(f"end to end / in-process: {report['ratio_to_in_process']:.2f}x")
+    cpu = ", ".join(f"{k} {v:.2f}" for k, v in report["one_worker"].get("cpu_ms_per_page", {}).items())
+    out.print(f"CPU ms per page: in-process {report['in_process_cpu_ms_per_page']:.2f}; one worker per role: {cpu}")
     if report["scaling"]["ratio"] is not None:
         out.print(f"two workers / one: {report['scaling']['ratio']:.2f}x")
     for key, verdict in report["targets"].items():
