@@ -64,6 +64,22 @@ def test_errors_are_one_line_without_traceback(args: list[str], message: str) ->
     assert message in lines[0].lower() and "Traceback" not in done.stderr
 
 
+def test_an_embedding_worker_without_its_model_stops_at_start_with_one_line(tmp_path: Path) -> None:
+    """Not after joining its group, where it would dead-letter every document it was given."""
+    missing = tmp_path / "no-model"
+    done = streams(
+        "worker",
+        "--role",
+        "chunker:semantic",
+        env={"STREAMS_BROKER": "127.0.0.1:1", "STREAMS_EMBED_MODEL": str(missing), "STREAMS_DATA_DIR": str(tmp_path)},
+        timeout=120,
+    )
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "chunker:semantic cannot start" in lines[0] and str(missing) in lines[0]
+
+
 @pytest.mark.integration
 def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
     done = streams("demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600)

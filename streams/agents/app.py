@@ -233,6 +233,7 @@ def assembler_app(settings: Settings) -> faust.App:
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
     from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
     from streams.core.records import build_records
     from streams.core.tokenizers import get_tokenizer
@@ -249,6 +250,10 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker
+    try:
+        chunker.warm_up()
+    except EmbeddingUnavailable as exc:
+        raise EmbeddingUnavailable(f"chunker:{strategy} cannot start: {exc}") from exc
 
     budget = InlineBudget()
 

@@ -51,6 +51,11 @@ class Chunker(ABC):
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
 
+    def warm_up(self) -> None:  # noqa: B027 - an optional hook: most strategies load nothing
+        """Load now what the first document would wait for (a model). A worker calls it before joining
+        its group: a missing model then stops the worker with one line instead of dead-lettering every
+        document, and the first document's latency is its own."""
+
     @abstractmethod
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         """Return drafts in reading order. Must be deterministic: no clock, no randomness, no I/O."""

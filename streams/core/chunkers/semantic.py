@@ -77,6 +77,9 @@ class _SentenceEmbeddingChunker(Chunker):
             self._embedder = get_embedder(self._model_path)
         return self._embedder
 
+    def warm_up(self) -> None:
+        self.embedder.encode(["warm up"])  # loads the model and runs torch's first forward pass
+
     # --- pipeline -------------------------------------------------------------------------------
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:

@@ -328,3 +328,13 @@ def test_corpus_chunks_slice_the_stream_within_bounds(embedder: Embedder, name: 
         records = build_records(doc, chunker, drafts)
         assert max(r.token_count for r in records) <= chunker.max_tokens
         assert sum(1 for r in records if r.token_count < chunker.min_tokens) <= len(records) // 10
+
+
+def test_warm_up_loads_the_model_before_the_first_document() -> None:
+    from streams.core.embedding import get_embedder
+
+    fresh = Embedder(get_embedder().model_path)  # not the shared one: its model may be loaded already
+    chunker = SemanticChunker(get_tokenizer(), embedder=fresh)
+    assert fresh._model is None
+    chunker.warm_up()
+    assert fresh._model is not None and fresh.stats.misses == 1
