@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from streams.bench import BenchError, Progress
+from streams.bench import BenchError, Progress, single_core
 from streams.core.events import PageEvent
 
 TOPICS = ["harbour", "ledger", "turbine", "orchard", "contract", "sensor", "granite", "invoice", "bridge", "tariff"]
@@ -87,7 +87,13 @@ def _forget_embeddings(strategies: Sequence[str]) -> None:
 
 
 def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int = 3) -> dict[str, Any]:
-    """The same work a worker does per document (assemble, chunk, build records, Avro-encode), minus the bus."""
+    """The same work a worker does per document (assemble, chunk, build records, Avro-encode), minus the bus,
+    on one thread as in a worker (STREAMS_EMBED_THREADS=1: workers scale by replicas, not threads)."""
+    with single_core():
+        return _in_process(docs, strategies, repeats)
+
+
+def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int) -> dict[str, Any]:
     from streams.codec.avro import AvroCodec
     from streams.core.chunkers import get_chunker
     from streams.core.document import assemble
