@@ -100,11 +100,15 @@ def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repe
     from streams.core.records import build_records
 
     codec = AvroCodec()
-    chunkers = [get_chunker(s) for s in strategies]
     wire = [[page.model_dump_json().encode() for page in pages] for pages in docs]
     best, best_cpu, chunks = float("inf"), float("inf"), 0
     for _ in range(repeats):
-        _forget_embeddings(strategies)  # a repeat must embed again, as the worker does, not hit the cache
+        # A repeat must not find the documents in a cache the last one filled (the embedder's, hybrid's
+        # token counts): a worker sees each document once. Caches across documents stay, as in a worker.
+        _forget_embeddings(strategies)
+        chunkers = [get_chunker(s) for s in strategies]
+        for chunker in chunkers:
+            chunker.warm_up()
         started, cpu_started, chunks = time.perf_counter(), time.process_time(), 0
         for raw in wire:
             doc = assemble([PageEvent.model_validate_json(page) for page in raw])

@@ -29,4 +29,4 @@ def test_the_cost_follows_what_the_documents_measure() -> None:
     assert budget.inline(20_000)
     for _ in range(10):
         budget.observe(2_000, 0.16)
-    assert not budget.inline(200)
+    assert not budget.inline(1_000)  # about 70 ms predicted, over the default 50 ms budget
