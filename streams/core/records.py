@@ -26,9 +26,9 @@ def _digest(*parts: str) -> str:
     return h.hexdigest()
 
 
-def content_hash(text: str) -> str:
+def content_hash(text: str, normalized: str | None = None) -> str:
     """Identity of a chunk's content alone: equal across amendments when the text did not change."""
-    return _digest(normalized_text(text))
+    return _digest(normalized_text(text) if normalized is None else normalized)
 
 
 def chunk_id(
@@ -37,10 +37,12 @@ def chunk_id(
     amendment_number: int,
     draft: ChunkDraft,
     position: int,
+    normalized: str | None = None,
 ) -> str:
     """Globally unique and deterministic: document, strategy, amendment, place and content.
 
     Position and range are part of the id so two identical paragraphs in one document stay distinct.
+    `normalized`, when given, is `normalized_text(draft.text)` (the record builder needs it twice).
     """
     digest = _digest(
         doc_id,
@@ -50,7 +52,7 @@ def chunk_id(
         f"{draft.char_start}:{draft.char_end}",
         "/".join(draft.section_path),
         "|".join(draft.identity),
-        normalized_text(draft.text),
+        normalized_text(draft.text) if normalized is None else normalized,
     )
     return f"{strategy}-{digest[:32]}"
 
@@ -73,8 +75,9 @@ def build_records(
     counts = [tokenizer.count(d.text) if d.tokens is None else d.tokens for d in drafts]
     records: list[ChunkRecord] = []
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
+        normalized = normalized_text(draft.text)
         body: dict[str, Any] = {
-            "chunk_id": chunk_id(doc.doc_id, chunker.name, doc.amendment_number, draft, position),
+            "chunk_id": chunk_id(doc.doc_id, chunker.name, doc.amendment_number, draft, position, normalized),
             "doc_id": doc.doc_id,
             "document_name": doc.document_name,
             "doc_type": str(doc.doc_type),
@@ -92,7 +95,7 @@ def build_records(
             "tokenizer": tokenizer.name,
             "section_path": list(draft.section_path),
             "content_type": draft.content_type,
-            "content_hash": content_hash(draft.text),
+            "content_hash": content_hash(draft.text, normalized),
             "metadata": draft.metadata,
         }
         body["checksum"] = checksum(body)
