@@ -64,20 +64,25 @@ def test_errors_are_one_line_without_traceback(args: list[str], message: str) ->
     assert message in lines[0].lower() and "Traceback" not in done.stderr
 
 
-def test_an_embedding_worker_without_its_model_stops_at_start_with_one_line(tmp_path: Path) -> None:
-    """Not after joining its group, where it would dead-letter every document it was given."""
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["worker", "--role", "chunker:semantic"], "chunker:semantic cannot start"),
+        (["sink", "vectors"], "embedding model directory not found"),
+    ],
+)
+def test_an_embedding_process_without_its_model_stops_at_start_with_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """Not after joining its group, where a worker would dead-letter every document it was given and the
+    vector sink would retry every batch forever."""
     missing = tmp_path / "no-model"
-    done = streams(
-        "worker",
-        "--role",
-        "chunker:semantic",
-        env={"STREAMS_BROKER": "127.0.0.1:1", "STREAMS_EMBED_MODEL": str(missing), "STREAMS_DATA_DIR": str(tmp_path)},
-        timeout=120,
-    )
+    env = {"STREAMS_BROKER": "127.0.0.1:1", "STREAMS_EMBED_MODEL": str(missing), "STREAMS_DATA_DIR": str(tmp_path)}
+    done = streams(*args, env=env, timeout=120)
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert "chunker:semantic cannot start" in lines[0] and str(missing) in lines[0]
+    assert message in lines[0] and str(missing) in lines[0]
 
 
 @pytest.mark.integration

@@ -36,10 +36,12 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         from streams.core.embedding import get_embedder
         from streams.sinks.vectors import VectorSink
 
+        embedder = get_embedder(settings.embed_model)
+        _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry
         return VectorSink(
             vector_target(settings),
             settings.data_dir / "vector-sink" / "state.sqlite",
-            embedder=get_embedder(settings.embed_model),
+            embedder=embedder,
             delete_superseded=settings.delete_superseded_vectors,
         )
     raise ValueError(f"unknown sink {kind!r}: use mongo or vectors")
