@@ -245,6 +245,8 @@ def detect_heading(line: str) -> tuple[str, int] | None:
     text = line.strip()
     if not text or len(text) > 120 or not (text[0].isupper() or text[0].isdigit() or text[0] == "#"):
         return None
+    if text[0].isupper() and not _may_be_capital_heading(text):
+        return None  # most prose lines: no branch below can match them
     if _is_tabular(line):
         return None
     md = _MD_HEADING.match(text)
@@ -266,6 +268,25 @@ def detect_heading(line: str) -> tuple[str, int] | None:
     return None
 
 
+_LABEL_STARTS = frozenset(
+    word[:3].lower() for word in ("SECTION", "ARTICLE", "PART", "ATTACHMENT", "APPENDIX", "EXHIBIT", "ANNEX", "CHAPTER")
+)
+
+
+def _may_be_capital_heading(text: str) -> bool:
+    """Whether a line starting with a capital can match any heading form of `detect_heading`: a label word
+    (its first three letters, unless they are not ASCII: re.I folds a few other letters onto them), a
+    capital-dot numbering ("A." / "A.1"), all capitals, or a closing colon."""
+    head = text[:3]
+    return (
+        text[1:2] == "."
+        or not head.isascii()
+        or head.lower() in _LABEL_STARTS
+        or text.endswith(":")
+        or text.upper() == text
+    )
+
+
 def find_headings(text: str, max_repeats: int = 3) -> list[_Heading]:
     """Heading lines of the document, in order (table rows and long lines never count).
 
@@ -275,9 +296,12 @@ def find_headings(text: str, max_repeats: int = 3) -> list[_Heading]:
     found: list[_Heading] = []
     lines = [span for span in (trim_span(text, s, e) for s, e in line_spans(text)) if span[1] > span[0]]
     for index, (ts, te) in enumerate(lines):
+        after = lines[index + 1] if index + 1 < len(lines) else None
+        first = text[ts]
+        if not (first.isupper() or first.isdigit() or first in "#*") and (after is None or text[after[0]] not in "=-"):
+            continue  # no bold lead, no heading by `detect_heading`, no setext rule below: a prose line
         bold = _bold_heading(text, ts, te)
         hit = (bold[0], bold[1]) if bold else detect_heading(text[ts:te])
-        after = lines[index + 1] if index + 1 < len(lines) else None
         if not hit and after and _is_setext(text, (ts, te), after):
             hit = (text[ts:te], 1 if text[after[0]] == "=" else 2)
         if not hit:

@@ -312,3 +312,37 @@ def test_requirement_check_of_a_piece_equals_searching_its_slice(parts: list[str
     for start in range(len(text) + 1):
         for end in range(start, len(text) + 1):
             assert keywords.in_piece(start, end) == bool(_REQUIREMENT.search(text[start:end])), (start, end)
+
+
+HEADING_STARTS = [
+    "A. ",
+    "B.1 ",
+    "1. ",
+    "12 ",
+    "Section 12 ",
+    "Article IV. ",
+    "ANNEX 2",
+    "Part",
+    "Title",
+    "The ",
+    "İ",
+    "SCOPE OF",
+]
+HEADING_TOKENS = ["Title", "word", "WORD", "Scope", " ", ":", ".", "-", "#", "|", "\t", "  ", "é", "*", "1"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.sampled_from(HEADING_STARTS), st.lists(st.sampled_from(HEADING_TOKENS), max_size=8))
+def test_the_capital_line_shortcut_never_changes_a_heading_decision(start: str, parts: list[str]) -> None:
+    """`detect_heading` skips most capitalised prose lines early; without the shortcut it must agree."""
+    import streams.core.chunkers.section as section
+
+    line = start + "".join(parts)
+    fast = detect_heading(line)
+    original = section._may_be_capital_heading
+    section._may_be_capital_heading = lambda _text: True  # the full check of every branch
+    try:
+        full = detect_heading(line)
+    finally:
+        section._may_be_capital_heading = original
+    assert fast == full, line
