@@ -71,6 +71,46 @@ _KEYWORDS_LOW = re.compile(
 )
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
 
+
+def _leading_literal(alternative: str) -> str:
+    """The text every match of a keyword alternative starts with ("specifications?" -> "specification")."""
+    for index, char in enumerate(alternative):
+        if char in "?*":
+            return alternative[: index - 1]
+        if char in "\\+([{.|":
+            return alternative[:index]
+    return alternative
+
+
+_KEYWORD_LITERALS = tuple(
+    sorted({_leading_literal(a) for words in (*_TYPE_WORDS.values(), "required|mandatory") for a in words.split("|")})
+)
+
+
+def _keyword_matches(low: str) -> list[re.Match[str]]:
+    """`list(_KEYWORDS_LOW.finditer(low))`, trying the pattern only where one of its alternatives can begin.
+
+    Every alternative starts with a literal, so a match can only start where one occurs; finditer tries
+    every position from the end of its last match on, and so does this, over those positions only.
+    """
+    starts: set[int] = set()
+    for literal in _KEYWORD_LITERALS:
+        at = low.find(literal)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(literal, at + 1)
+    found: list[re.Match[str]] = []
+    resume = 0
+    for at in sorted(starts):
+        if at < resume:
+            continue
+        match = _KEYWORDS_LOW.match(low, at)
+        if match:
+            found.append(match)
+            resume = match.end()
+    return found
+
+
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
 _LABEL_HEADING = re.compile(
     r"^(SECTION|ARTICLE|PART|ATTACHMENT|APPENDIX|EXHIBIT|ANNEX|CHAPTER)\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
@@ -166,7 +206,7 @@ class _Keywords:
                 self.ends.append(match.end())
         else:
             # No keyword of one group overlaps another's, so one scan finds what each pattern would.
-            for match in _KEYWORDS_LOW.finditer(self.low):
+            for match in _keyword_matches(self.low):
                 group = match.lastgroup or ""
                 if group != _FLAG_ONLY:
                     self.kinds[group].append(match.start())

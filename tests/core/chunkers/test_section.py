@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.section import (
+    _KEYWORD_LITERALS,
     SectionChunker,
     classify_section,
     detect_heading,
@@ -346,3 +347,18 @@ def test_the_capital_line_shortcut_never_changes_a_heading_decision(start: str, 
     finally:
         section._may_be_capital_heading = original
     assert fast == full, line
+
+
+KEYWORD_SCAN_TOKENS = ["technical specs", "specifications", "spec", "sow", "soon", "scope", "terms", "shall", "must"]
+KEYWORD_SCAN_TOKENS += ["statement of work", "statement of", "required", "criteria", "x", " ", "\n", "_", "é", "9", "."]
+KEYWORD_SCAN_TOKENS += [w for literal in _KEYWORD_LITERALS for w in (literal, literal + "s")]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(KEYWORD_SCAN_TOKENS), max_size=16))
+def test_the_keyword_scan_finds_what_finditer_finds(parts: list[str]) -> None:
+    from streams.core.chunkers.section import _KEYWORDS_LOW, _keyword_matches
+
+    low = "".join(parts)
+    expected = [(m.start(), m.end(), m.lastgroup) for m in _KEYWORDS_LOW.finditer(low)]
+    assert [(m.start(), m.end(), m.lastgroup) for m in _keyword_matches(low)] == expected
