@@ -112,8 +112,9 @@ def _keyword_matches(low: str) -> list[re.Match[str]]:
 
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
+_LABEL_WORDS = ("SECTION", "ARTICLE", "PART", "ATTACHMENT", "APPENDIX", "EXHIBIT", "ANNEX", "CHAPTER")
 _LABEL_HEADING = re.compile(
-    r"^(SECTION|ARTICLE|PART|ATTACHMENT|APPENDIX|EXHIBIT|ANNEX|CHAPTER)\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
+    rf"^({'|'.join(_LABEL_WORDS)})\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
     re.I,
 )
 _NUMBERED_HEADING = re.compile(r"^((?:[A-Z]\.)?(?:\d{1,3}\.)*\d{1,3})\.?\)?\s+([A-Z][^\n]*)$")
@@ -227,8 +228,8 @@ class _Keywords:
         """`_REQUIREMENT.search(text[start:end])`: the slice's ends count as word boundaries.
 
         Keywords are whole words, so a match inside the slice is one of the document's matches unless
-        the slice's own ends make its boundary: then it touches an end, and only the two edges (a
-        keyword is at most `_KEYWORD_SPAN` characters) need searching.
+        the slice's own ends make its boundary: then it touches an end, and only the two edges (`_EDGE`
+        characters: the longest keyword and the character after it) need searching.
         """
         if self.low is None:
             return bool(_REQUIREMENT.search(self.text[start:end]))
@@ -308,9 +309,7 @@ def detect_heading(line: str) -> tuple[str, int] | None:
     return None
 
 
-_LABEL_STARTS = frozenset(
-    word[:3].lower() for word in ("SECTION", "ARTICLE", "PART", "ATTACHMENT", "APPENDIX", "EXHIBIT", "ANNEX", "CHAPTER")
-)
+_LABEL_STARTS = frozenset(word[:3].lower() for word in _LABEL_WORDS)
 
 
 def _may_be_capital_heading(text: str) -> bool:
