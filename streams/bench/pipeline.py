@@ -95,7 +95,7 @@ def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repea
 
 def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int) -> dict[str, Any]:
     from streams.codec.avro import AvroCodec
-    from streams.core.chunkers import get_chunker
+    from streams.core.chunkers import ChunkingError, get_chunker
     from streams.core.document import assemble
     from streams.core.records import build_records
 
@@ -110,10 +110,16 @@ def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repe
         for chunker in chunkers:
             chunker.warm_up()
         started, cpu_started, chunks = time.perf_counter(), time.process_time(), 0
+        rejected: set[tuple[str, str]] = set()
         for raw in wire:
             doc = assemble([PageEvent.model_validate_json(page) for page in raw])
             for chunker in chunkers:
-                for record in build_records(doc, chunker, chunker.chunk(doc)):
+                try:
+                    drafts = chunker.chunk(doc)
+                except ChunkingError:  # a worker dead-letters it: the bus run must do the same
+                    rejected.add((doc.doc_id, f"chunk:{chunker.name}"))
+                    continue
+                for record in build_records(doc, chunker, drafts):
                     codec.encode("chunk_record", record.model_dump(mode="json"))
                     chunks += 1
         best = min(best, time.perf_counter() - started)
@@ -125,6 +131,7 @@ def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repe
         "chunks_per_s": chunks / best,
         "chunks": chunks,
         "cpu_ms_per_page": 1000 * best_cpu / pages,
+        "rejected": sorted(rejected),  # (doc_id, dead-letter stage): documents a strategy refuses
     }
 
 
@@ -146,17 +153,23 @@ def _percentile(values: Sequence[float], q: float) -> float:
 
 
 def _wait_for_chunks(
-    collector: Any, wanted: int, timeout: float, on_progress: Callable[[int], None] | None = None
+    collector: Any,
+    wanted: int,
+    timeout: float,
+    on_progress: Callable[[int], None] | None = None,
+    dead_expected: int = 0,
 ) -> None:
-    """Until `chunks.created` holds `wanted` messages; stops early on a dead letter (checked later)."""
+    """Until `chunks.created` holds `wanted` messages and the dead-letter topic the `dead_expected` refusals
+    in-process chunking saw; stops early on any further dead letter (checked later)."""
     topics = collector.settings.topics
-    dead_before = collector.produced(topics.dead_letter)
+    dead_wanted = collector.produced(topics.dead_letter) + dead_expected
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         produced = collector.produced(topics.chunks)
         if on_progress:
             on_progress(produced)
-        if produced >= wanted or collector.produced(topics.dead_letter) > dead_before:
+        dead = collector.produced(topics.dead_letter)
+        if (produced >= wanted and dead >= dead_wanted) or dead > dead_wanted:
             return
         time.sleep(0.05)
     raise BenchError(f"chunks.created held {produced} of {wanted} chunks after {timeout:.0f}s")
@@ -193,9 +206,10 @@ def end_to_end(
     sinks: Sequence[str] = (),
     timeout: float = 900.0,
     progress: Progress | None = None,
+    expected_dead: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """One run on a fresh embedded broker with `replicas` workers per role; `expected_chunks` is what
-    in-process chunking made of the same documents."""
+    in-process chunking made of the same documents, `expected_dead` the (doc_id, stage) it refused."""
     from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
     from streams.settings import Settings
 
@@ -240,7 +254,7 @@ def end_to_end(
                         label = f"end to end, {replicas} worker(s) per role: chunks on the topic"
                         progress(label, produced - already, expected_chunks)
 
-                _wait_for_chunks(collector, already + expected_chunks, timeout, arrived)
+                _wait_for_chunks(collector, already + expected_chunks, timeout, arrived, len(expected_dead))
                 cpu_after, bench_after = group_cpu_seconds(groups), time.process_time()
                 collector.resume()  # now decode and check them all: the times come from broker stamps
 
@@ -250,14 +264,19 @@ def end_to_end(
                         progress(f"end to end, {replicas} worker(s) per role: chunked", done, len(wanted))
 
                 result = collector.wait(wanted, strategies, timeout=timeout, on_progress=report)
-                finished = max(result.arrived[(doc, 0, s)] for doc, _ in wanted for s in strategies)
+                finished = max(result.arrived[key] for key in _arrived_keys(result, wanted, strategies))
                 stored_s = _wait_stored(settings, result, timeout) - started if "mongo" in sinks else None
             finally:
                 collector.close()
-    if result.dead:
-        raise BenchError(f"{len(result.dead)} dead letters in the benchmark run: {result.dead[0].reason}")
+    unexpected = [d for d in result.dead if (d.doc_id, d.stage) not in set(expected_dead)]
+    if unexpected:
+        raise BenchError(f"{len(unexpected)} dead letters in the benchmark run: {unexpected[0].reason}")
     elapsed = finished - started
-    latencies = [1000 * (max(result.arrived[(doc, 0, s)] for s in strategies) - sent_at[doc]) for doc, _ in wanted]
+    latencies = [
+        1000 * (max(result.arrived[key] for key in keys) - sent_at[doc])
+        for doc, _ in wanted
+        if (keys := _arrived_keys(result, [(doc, 0)], strategies))
+    ]
     chunks = sum(len(slot) for key, slot in result.chunks.items() if key[0] in sent_at)
     figures: dict[str, Any] = {
         "replicas": replicas,
@@ -266,6 +285,7 @@ def end_to_end(
         "chunks_per_s": chunks / elapsed,
         "chunks": chunks,
         "duplicates": result.duplicates,
+        "dead_lettered": len(result.dead),
         "latency_ms": {q: _percentile(latencies, int(q[1:])) for q in ("p50", "p95", "p99")},
         "mean_latency_ms": statistics.fmean(latencies),
     }
@@ -277,6 +297,11 @@ def end_to_end(
         figures["cpu_s"] = cpu
         figures["cpu_ms_per_page"] = {name: 1000 * seconds / len(pages) for name, seconds in cpu.items()}
     return figures
+
+
+def _arrived_keys(result: Any, wanted: Sequence[tuple[str, int]], strategies: Sequence[str]) -> list[Any]:
+    """(doc_id, amendment, strategy) of every document's chunks that came; refused ones have none."""
+    return [(doc, a, s) for doc, a in wanted for s in strategies if (doc, a, s) in result.arrived]
 
 
 def _wait_stored(settings: Any, result: Any, timeout: float) -> float:
@@ -318,12 +343,17 @@ def run_pipeline_bench(
         progress("in-process chunking", 0, 1)
     before = in_process(documents, chosen)
     expected = before["chunks"]
-    one = end_to_end(documents, chosen, 1, partitions, expected, sinks, progress=progress)
+    refused = before["rejected"]
+    one = end_to_end(documents, chosen, 1, partitions, expected, sinks, progress=progress, expected_dead=refused)
     # This VM's speed drifts by tens of percent over a minute: measure the baseline on both sides of the
     # end-to-end run and keep the faster, so a slow phase cannot flatter the ratio.
     after = in_process(documents, chosen, repeats=2)
     local = max(before, after, key=lambda run: run["pages_per_s"])
-    two = end_to_end(documents, chosen, 2, partitions, expected, sinks, progress=progress) if scaling else None
+    two = (
+        end_to_end(documents, chosen, 2, partitions, expected, sinks, progress=progress, expected_dead=refused)
+        if scaling
+        else None
+    )
     report: dict[str, Any] = {
         "docs": docs,
         "pages": sum(len(d) for d in documents),
@@ -336,6 +366,7 @@ def run_pipeline_bench(
         "in_process_pages_per_s": local["pages_per_s"],
         "in_process_chunks_per_s": local["chunks_per_s"],
         "in_process_runs_pages_per_s": [before["pages_per_s"], after["pages_per_s"]],
+        "refused_documents": len(refused),  # dead-lettered by a strategy, in process and on the bus alike
         "in_process_cpu_ms_per_page": local["cpu_ms_per_page"],
         "ratio_to_in_process": one["pages_per_s"] / local["pages_per_s"],
         "one_worker": one,

@@ -304,6 +304,21 @@ def test_in_process_baseline_embeds_again_on_every_repeat() -> None:
     assert counts() == once  # the second repeat embedded everything again, as the first did
 
 
+@pytest.mark.integration
+def test_pipeline_bench_expects_the_documents_a_strategy_refuses_on_the_dead_letter_topic() -> None:
+    """`letter` refuses one of these 53 documents (a single page under its 150-token minimum): in process
+    that was an error that stopped the benchmark; now both runs count it, and the bus run dead-letters it."""
+    from streams.bench.pipeline import in_process, run_pipeline_bench, synthetic_documents
+
+    local = in_process(synthetic_documents(53), ["letter"], repeats=1)
+    assert [stage for _, stage in local["rejected"]] == ["chunk:letter"]
+    report = run_pipeline_bench(53, ["letter"], partitions=2, scaling=False)
+    assert report["refused_documents"] == 1
+    assert report["one_worker"]["dead_lettered"] == 1
+    assert report["one_worker"]["chunks"] == local["chunks"] > 0  # every other document's chunks came through
+    assert report["pages_per_s"] > 0 and report["one_worker"]["latency_ms"]["p50"] > 0
+
+
 def test_group_cpu_counts_the_children_of_a_launcher() -> None:
     """The embedded servers run under a launcher process: a group's CPU must include its children."""
     import subprocess
