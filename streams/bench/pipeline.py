@@ -78,12 +78,10 @@ def synthetic_documents(count: int, seed: int = 17) -> list[list[PageEvent]]:
 
 
 def _forget_embeddings(strategies: Sequence[str]) -> None:
-    from streams.bench.chunk import EMBEDDING_STRATEGIES
+    from streams.bench.chunk import EMBEDDING_STRATEGIES, _clear_embedder_cache
 
     if any(s in EMBEDDING_STRATEGIES for s in strategies):
-        from streams.core.embedding import get_embedder
-
-        get_embedder().clear_cache()
+        _clear_embedder_cache()
 
 
 def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int = 3) -> dict[str, Any]:

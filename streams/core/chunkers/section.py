@@ -281,10 +281,15 @@ def _mostly_letters(text: str) -> bool:
     return letters >= 4 and letters >= 0.6 * len(text.replace(" ", ""))
 
 
+def _can_start_heading(char: str) -> bool:
+    """The first character of any heading `detect_heading` accepts."""
+    return char.isupper() or char.isdigit() or char == "#"
+
+
 def detect_heading(line: str) -> tuple[str, int] | None:
     """(title, level) when the stripped line is a heading, else None."""
     text = line.strip()
-    if not text or len(text) > 120 or not (text[0].isupper() or text[0].isdigit() or text[0] == "#"):
+    if not text or len(text) > 120 or not _can_start_heading(text[0]):
         return None
     if text[0].isupper() and not _may_be_capital_heading(text):
         return None  # most prose lines: no branch below can match them
@@ -337,7 +342,7 @@ def find_headings(text: str, max_repeats: int = 3) -> list[_Heading]:
     for index, (ts, te) in enumerate(lines):
         after = lines[index + 1] if index + 1 < len(lines) else None
         first = text[ts]
-        if not (first.isupper() or first.isdigit() or first in "#*") and (after is None or text[after[0]] not in "=-"):
+        if not (_can_start_heading(first) or first == "*") and (after is None or text[after[0]] not in "=-"):
             continue  # no bold lead, no heading by `detect_heading`, no setext rule below: a prose line
         bold = _bold_heading(text, ts, te)
         hit = (bold[0], bold[1]) if bold else detect_heading(text[ts:te])
