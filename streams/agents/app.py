@@ -90,6 +90,7 @@ def make_app(role: str, settings: Settings) -> faust.App:
         producer_max_request_size=settings.max_message_bytes,
         consumer_max_fetch_size=settings.max_message_bytes,
         producer_compression_type=None if settings.compression == "none" else settings.compression,
+        producer_linger=settings.producer_linger_ms / 1000,
         web_enabled=settings.web_port > 0,
         web_port=settings.web_port or 6066,
         web_host="127.0.0.1",

@@ -1,4 +1,5 @@
-"""STREAMS_COMPRESSION reaches every producer, and the broker and both client libraries agree on it."""
+"""STREAMS_COMPRESSION and STREAMS_PRODUCER_LINGER_MS reach every worker producer; the broker and both client
+libraries agree on the codec."""
 
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ def test_the_setting_reaches_the_faust_app_and_the_librdkafka_producers(tmp_path
     assert settings_env(off)["STREAMS_COMPRESSION"] == "none"  # workers started by `streams up` inherit it
     with pytest.raises(ValidationError):
         Settings(compression="brotli")
+
+
+def test_the_linger_reaches_the_aiokafka_producer_of_a_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    default = Settings(data_dir=tmp_path, broker="127.0.0.1:9")
+    assert make_app("assembler-linger", default).producer.linger_ms == 20
+    monkeypatch.setenv("STREAMS_PRODUCER_LINGER_MS", "0")
+    eager = Settings(data_dir=tmp_path, broker="127.0.0.1:9")
+    assert make_app("assembler-eager", eager).producer.linger_ms == 0
+    assert settings_env(eager)["STREAMS_PRODUCER_LINGER_MS"] == "0"  # and workers started by `streams up`
+    with pytest.raises(ValidationError):
+        Settings(producer_linger_ms=-1)
 
 
 def _stored_bytes(path: Path) -> int:
