@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import ChunkingError, get_chunker
-from streams.core.chunkers.letter import LetterChunker, seed_objects, validate, validate_summary
+from streams.core.chunkers.letter import LetterChunker, enrich, seed_objects, validate, validate_summary
 from streams.core.chunkers.letter.gate import REQUIRED_META, coherence
 from streams.core.chunkers.letter.layout import analyse
 from streams.core.document import assemble
@@ -300,3 +302,29 @@ def test_corpus_letters(chunker):
         assert sum(b.kind == "table" for b in blocks) == sum(s["metadata"]["chunk_tier"] == 2 for s in seeds)
         again = seed_objects(build_records(doc, chunker, chunker.chunk(doc)))
         assert json.dumps(again, sort_keys=True) == json.dumps(seeds, sort_keys=True), path.name
+
+
+_KEYWORD_LIST = sorted({w for t in (enrich.THEMES, enrich.CONCEPTS) for ws in t.values() for w in ws})
+# Keywords, their halves (occurrences straddle fragments), and keywords repeated over their own end
+# ("dividendividend" holds two overlapping occurrences of "dividend", `str.count` counts one).
+_FRAGMENTS = [
+    *_KEYWORD_LIST,
+    *(w[: len(w) // 2] for w in _KEYWORD_LIST),
+    *(w[len(w) // 2 :] for w in _KEYWORD_LIST),
+    *(w + w[k:] for w in _KEYWORD_LIST for k in range(1, len(w)) if w[:k] == w[-k:]),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*_FRAGMENTS, " ", "d", "al", "."]), max_size=40))
+def test_keyword_counts_equal_str_count_of_every_keyword(parts: list[str]) -> None:
+    """The one-pass counts are exactly `str.count`, also where occurrences overlap (" mill mill ")."""
+    low = "".join(parts)
+    counts = enrich._keyword_counts(low)
+    assert {w: counts[w] for w in _KEYWORD_LIST} == {w: low.count(w) for w in _KEYWORD_LIST}
+
+
+def test_keywords_that_can_overlap_are_counted_apart() -> None:
+    assert set(enrich._BORDERED) >= {" mill ", "dividend", "allocate capital"}
+    assert enrich._keyword_counts(" mill mill dividendividend ")[" mill "] == 1
+    assert enrich._keyword_counts(" mill mill dividendividend ")["dividend"] == 1

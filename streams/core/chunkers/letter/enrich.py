@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import ahocorasick
 
 COMPANIES: tuple[str, ...] = (
     "Berkshire Hathaway",
@@ -424,11 +427,47 @@ def entities(text: str) -> dict[str, list[str]]:
     }
 
 
+def _has_border(word: str) -> bool:
+    """Whether a proper prefix of `word` is also its suffix, i.e. two occurrences can overlap."""
+    return any(word[:k] == word[-k:] for k in range(1, len(word)))
+
+
+def _keyword_automaton(words: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
+    """An automaton of the keywords whose occurrences cannot overlap, and the rest.
+
+    The automaton reports every occurrence, overlapping ones included; `str.count` counts
+    non-overlapping ones. For a word without a border the two are the same number.
+    """
+    automaton = ahocorasick.Automaton()
+    bordered = []
+    for word in sorted(set(words)):
+        if _has_border(word):
+            bordered.append(word)
+        else:
+            automaton.add_word(word, word)
+    automaton.make_automaton()
+    return automaton, tuple(bordered)
+
+
+_KEYWORDS, _BORDERED = _keyword_automaton(w for table in (THEMES, CONCEPTS) for ws in table.values() for w in ws)
+
+
+@functools.lru_cache(maxsize=8)
+def _keyword_counts(low: str) -> Counter[str]:
+    """`low.count(word)` of every theme and concept keyword, in one pass over `low` (themes and
+    concepts ask of the same chunk)."""
+    counts = Counter(word for _, word in _KEYWORDS.iter(low))
+    for word in _BORDERED:
+        if n := low.count(word):
+            counts[word] = n
+    return counts
+
+
 def _keyword_rank(table: dict[str, tuple[str, ...]], text: str, minimum: int, low: str | None = None) -> list[str]:
-    low = text.lower() if low is None else low
+    counts = _keyword_counts(text.lower() if low is None else low)
     scored = []
     for order, (name, words) in enumerate(table.items()):
-        hits = sum(map(low.count, words))
+        hits = sum(counts[w] for w in words)
         if hits >= minimum:
             scored.append((-hits, order, name))
     return [name for _, _, name in sorted(scored)]
