@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 
@@ -17,6 +18,15 @@ def build(role: str, settings: Settings) -> faust.App:
     if role.startswith("chunker:"):
         return chunker_app(role.split(":", 1)[1], settings)
     raise ValueError(f"unknown role {role!r}: use 'assembler' or 'chunker:<strategy>'")
+
+
+def settle_heap() -> int:
+    """Collect, then freeze what is left: the modules, the chunker (and its model) and the app live as long
+    as the process, so the collector's full passes need not walk them again. In the hybrid worker that is
+    half a million objects, and one full pass over them took 0.22 s. Returns how many are frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
@@ -50,4 +60,5 @@ def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     # faust's terminal spinner sets the root logger to DEBUG so that it turns on every record: then
     # every debug call in faust, mode and aiokafka builds a LogRecord (4% of the assembler's CPU).
     worker.spinner = None
+    settle_heap()
     worker.execute_from_commandline()
