@@ -181,8 +181,11 @@ def pipeline(
     out.print(f"CPU ms per page: in-process {report['in_process_cpu_ms_per_page']:.2f}; one worker per role: {cpu}")
     if report["scaling"]["ratio"] is not None:
         out.print(f"two workers / one: {report['scaling']['ratio']:.2f}x")
+    ceilings = report["ceilings"]
     for key, verdict in report["targets"].items():
-        out.print(f"{key}: target {verdict['target']} {'met' if verdict['met'] else 'missed'}")
+        best = ceilings.get(key)
+        bound = f" (at most {best:.2f}x on {ceilings['cores']} cores, from the CPU per page)" if best else ""
+        out.print(f"{key}: target {verdict['target']} {'met' if verdict['met'] else 'missed'}{bound}")
 
 
 @bench_app.command("soak")

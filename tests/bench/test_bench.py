@@ -283,6 +283,21 @@ def test_cli_pipeline_json_reports_end_to_end_and_scaling() -> None:
     # Six documents take a few clock ticks (10 ms) of CPU: one group may read 0, not all of them.
     assert all(seconds >= 0 for seconds in cpu.values()) and sum(cpu.values()) > 0
     assert set(report["two_workers"]["cpu_s"]) >= {"assembler#2", "chunker:window#2"}
+    cores = report["ceilings"]["cores"]
+    bound = report["one_worker"]["cpu_bound_pages_per_s"]
+    assert bound == pytest.approx(cores * 1000 / sum(report["one_worker"]["cpu_ms_per_page"].values()))
+    assert report["ceilings"]["ratio_to_in_process"] == pytest.approx(bound / report["in_process_pages_per_s"])
+    two_bound = report["two_workers"]["cpu_bound_pages_per_s"]
+    assert report["ceilings"]["two_workers_scaling"] == pytest.approx(two_bound / report["pages_per_s"])
+
+
+def test_cpu_ceiling_is_cores_over_the_cpu_all_processes_spend_per_page() -> None:
+    from streams.bench.pipeline import cpu_ceiling
+
+    # 0.6 + 0.7 + 0.2 ms per page on 2 cores: at most 2 / 1.5 ms = 1,333 pages/s, however well scheduled.
+    assert cpu_ceiling({"assembler": 0.6, "chunker:section": 0.7, "broker": 0.2}, 2) == pytest.approx(1333.33, 0.001)
+    assert cpu_ceiling({"assembler": 0.6, "chunker:section": 0.7, "broker": 0.2}, 4) == pytest.approx(2666.67, 0.001)
+    assert cpu_ceiling({"assembler": 0.0}, 2) is None  # too short a run to have used a clock tick
 
 
 @needs_model
