@@ -328,3 +328,42 @@ def test_keywords_that_can_overlap_are_counted_apart() -> None:
     assert set(enrich._BORDERED) >= {" mill ", "dividend", "allocate capital"}
     assert enrich._keyword_counts(" mill mill dividendividend ")[" mill "] == 1
     assert enrich._keyword_counts(" mill mill dividendividend ")["dividend"] == 1
+
+
+_PATTERN_WORDS = [
+    *(n for needles in enrich._NEEDLES.values() for n in needles),
+    *("mistakes", "errors", "blundered", "misjudged", "principles", "policy", "policies", "acquired"),
+    *(
+        "merger",
+        "purchased of all",
+        "purchase 10%",
+        "reservations",
+        "designated-contributions",
+        "shareholder-designated",
+    ),
+    *(
+        "expected",
+        "anticipated",
+        "forecasts",
+        "coming years",
+        "1987 annual report",
+        "2003 letter",
+        "last year’s letter",
+    ),
+    *("last year's report", "Civic Auditorium", "10-K", "WILL", "Policy", "We Believe", "Merger", "Outlook"),
+]
+_NOISE = [" ", ".", ",", "a", "s", "1", "9", "%", "-", "\n", "\u212a", "\u0130"]  # the last two: fold traps
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([*_PATTERN_WORDS, *_NOISE]), max_size=30))
+def test_the_needle_shortcut_answers_as_the_re_i_pattern(parts: list[str]) -> None:
+    """`_search` and `_findall` skip a pattern when none of its literals is in the lowered text; the answer
+    must stay that of the re.I pattern on the original text, for every pattern with needles."""
+    text = "".join(parts)
+    view = enrich._view(text)
+    for rx in enrich._NEEDLES:
+        assert enrich._search(rx, text, view.low, view.safe) == bool(rx.search(text)), rx.pattern
+        # Matches come back lowered on the fast path; callers count them or read the digits of a year.
+        found = [m.lower() for m in enrich._findall(rx, text, view.low, view.safe)]
+        assert found == [m.lower() for m in rx.findall(text)], rx.pattern
