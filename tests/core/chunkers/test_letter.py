@@ -304,7 +304,9 @@ def test_corpus_letters(chunker):
         assert json.dumps(again, sort_keys=True) == json.dumps(seeds, sort_keys=True), path.name
 
 
-_KEYWORD_LIST = sorted({w for t in (enrich.THEMES, enrich.CONCEPTS) for ws in t.values() for w in ws})
+_KEYWORD_LIST = sorted(
+    {w for t in (enrich.THEMES, enrich.CONCEPTS, enrich._METRIC_NEEDLES) for ws in t.values() for w in ws}
+)
 # Keywords, their halves (occurrences straddle fragments), and keywords repeated over their own end
 # ("dividendividend" holds two overlapping occurrences of "dividend", `str.count` counts one).
 _FRAGMENTS = [

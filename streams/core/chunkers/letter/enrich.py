@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import ahocorasick
@@ -442,10 +443,11 @@ def _found(indexes: Sequence[dict[str, list[str]]], text: str) -> list[list[str]
 def _metrics(text: str) -> list[str]:
     """Metric names in order of first mention; patterns are lowercase and scan the lowered text."""
     low = _view(text).low
+    present = _keyword_counts(low)  # holds the metric needles too: one pass instead of 30 `in` scans
     hits = [
         (m.start(), name)
         for name, rx, needles in _METRIC_SCAN
-        if any(n in low for n in needles) and (m := rx.search(low))
+        if any(present[n] for n in needles) and (m := rx.search(low))
     ]
     return [name for _, name in sorted(hits)]
 
@@ -464,6 +466,9 @@ def entities(text: str) -> dict[str, list[str]]:
         "people": people[:12],
         "metrics": _metrics(text),
     }
+
+
+_second = itemgetter(1)
 
 
 def _has_border(word: str) -> bool:
@@ -488,14 +493,16 @@ def _keyword_automaton(words: Iterable[str]) -> tuple[Any, tuple[str, ...]]:
     return automaton, tuple(bordered)
 
 
-_KEYWORDS, _BORDERED = _keyword_automaton(w for table in (THEMES, CONCEPTS) for ws in table.values() for w in ws)
+_KEYWORDS, _BORDERED = _keyword_automaton(
+    w for table in (THEMES, CONCEPTS, _METRIC_NEEDLES) for ws in table.values() for w in ws
+)
 
 
 @functools.lru_cache(maxsize=8)
 def _keyword_counts(low: str) -> Counter[str]:
-    """`low.count(word)` of every theme and concept keyword, in one pass over `low` (themes and
-    concepts ask of the same chunk)."""
-    counts = Counter(word for _, word in _KEYWORDS.iter(low))
+    """`low.count(word)` of every theme and concept keyword and metric needle, in one pass over `low`
+    (themes, concepts and metrics ask of the same chunk)."""
+    counts = Counter(map(_second, _KEYWORDS.iter(low)))
     for word in _BORDERED:
         if n := low.count(word):
             counts[word] = n
