@@ -45,8 +45,10 @@ again from the committed offsets. Seven things break that, each silently:
 8. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
    consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
    burnt 93% of a core, two of them the whole machine, slowing everything else and making timers late.
-   Here a fetch that brought nothing and came back sooner than `EMPTY_FETCH_BACKOFF_S` waits out the rest
-   before the next one to that broker. A broker that holds empty fetches (Kafka) never triggers it.
+   Here a fetch that brought nothing waits before the next one to that broker: `EMPTY_FETCH_BACKOFF_S`
+   after the first empty answer, doubling with each further one up to `IDLE_FETCH_BACKOFF_S` (what a
+   Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. A broker that
+   holds empty fetches (Kafka) never triggers it.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -69,7 +71,8 @@ from intervaltree import IntervalTree
 
 log = logging.getLogger("streams.agents")
 
-EMPTY_FETCH_BACKOFF_S = 0.05  # at most 20 empty fetches a second per broker connection (point 8)
+EMPTY_FETCH_BACKOFF_S = 0.05  # the first wait after an empty fetch (point 8)
+IDLE_FETCH_BACKOFF_S = 0.5  # the longest: aiokafka's default fetch_max_wait_ms
 LOST_RETRY_S = 10.0  # a held commit rewinds its partition again only after this long (point 7)
 
 
@@ -82,7 +85,10 @@ def _hold_empty_fetches() -> None:
     async def proc_fetch_request(self: Fetcher, assignment: Any, node_id: int, request: Any) -> bool:
         started = time.monotonic()
         fetched = await original(self, assignment, node_id, request)
-        rest = EMPTY_FETCH_BACKOFF_S - (time.monotonic() - started)
+        empties: dict[int, int] = self.__dict__.setdefault("_streams_empty_fetches", {})
+        empties[node_id] = 0 if fetched else empties.get(node_id, 0) + 1
+        backoff = min(EMPTY_FETCH_BACKOFF_S * 2 ** max(0, empties[node_id] - 1), IDLE_FETCH_BACKOFF_S)
+        rest = backoff - (time.monotonic() - started)
         if not fetched and rest > 0:
             try:
                 await asyncio.sleep(rest)

@@ -237,3 +237,31 @@ def sinks(
         _emit_json(result)
     else:
         out.print_json(data=result)
+
+
+@bench_app.command("idle")
+def idle(
+    window: Annotated[float, typer.Option("--window", min=1, help="Seconds to sample.")] = 60.0,
+    warmup: Annotated[float, typer.Option("--warmup", min=0, help="Seconds to let `streams up` settle.")] = 20.0,
+    strategy: Annotated[
+        list[str] | None, typer.Option("--strategy", "-s", help="Strategy to run (repeatable; default as up).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """CPU per process of an idle `streams up` (% of one core over the window): idle must cost nothing."""
+    from streams.bench.idle import run_idle_bench
+
+    with _progress() as update:
+        report = run_idle_bench(strategy, window, warmup, update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench idle: {report['window_s']:.0f} s window after {report['warmup_s']:.0f} s warm-up")
+    table.add_column("process")
+    table.add_column("% of one core", justify="right")
+    for role, percent in sorted(report["cpu_percent"].items(), key=lambda item: -item[1]):
+        table.add_row(role, f"{percent:.2f}")
+    table.add_row("[bold]total[/]", f"[bold]{report['total_percent']:.2f}[/]")
+    out.print(table)
+    for key, met in report["targets"].items():
+        out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")

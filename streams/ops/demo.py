@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
+from streams.bench.idle import group_cpu_s
 from streams.core.chunkers import available_strategies
 from streams.ingest.files import page_events
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
@@ -61,6 +62,8 @@ def run_demo(
                 result = collector.wait(docs, chosen, timeout, on_progress=show)
                 stored = wait_for_sinks(pipeline, result.records(), timeout, progress) if sinks else {}
             collector.close()
+            cpu = {role: round(group_cpu_s(pid), 1) for role, pid in sorted(pipeline.pids().items())}
+            cpu["demo"] = round(time.process_time(), 1)
     finally:
         if not keep:
             shutil.rmtree(settings.data_dir, ignore_errors=True)
@@ -74,6 +77,7 @@ def run_demo(
         "dead_letters": len(result.dead),
         **stored,
         "seconds": round(time.monotonic() - started, 2),
+        "cpu_seconds": cpu,
     }
 
 

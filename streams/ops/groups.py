@@ -21,6 +21,7 @@ import os
 import re
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 log = logging.getLogger("streams.groups")
@@ -115,7 +116,9 @@ def superseded(group: str, memberships: dict[str, list[str]]) -> list[DeadMember
     ]
 
 
-async def _leave(bootstrap: str, members: list[DeadMember]) -> None:
+async def _leave(
+    bootstrap: str, members: list[DeadMember], on_leaving: Callable[[DeadMember], None] | None = None
+) -> None:
     from aiokafka import AIOKafkaClient
     from aiokafka.protocol.group import LeaveGroupRequest
 
@@ -124,16 +127,23 @@ async def _leave(bootstrap: str, members: list[DeadMember]) -> None:
     try:
         for member in members:
             coordinator = await client.coordinator_lookup(0, member.group)
+            if on_leaving:
+                on_leaving(member)
             await client.send(coordinator, LeaveGroupRequest(member.group, member.member_id))
     finally:
         await client.close()
 
 
-def expire_dead_members(bootstrap: str) -> list[DeadMember]:
-    """Send LeaveGroup on behalf of every dead member; returns who was expired."""
+def expire_dead_members(bootstrap: str, on_leaving: Callable[[DeadMember], None] | None = None) -> list[DeadMember]:
+    """Send LeaveGroup on behalf of every dead member; returns who was expired.
+
+    `on_leaving` runs before each LeaveGroup is sent. Whoever records expiries must do it there: once the
+    broker has the LeaveGroup, a successor can be assigned and observed before this function returns (the
+    client's close alone takes milliseconds), so a record made afterwards can be seen missing.
+    """
     members = dead_members(bootstrap)
     if members:
-        asyncio.run(_leave(bootstrap, members))
+        asyncio.run(_leave(bootstrap, members, on_leaving))
         for member in members:
             log.info("expired dead member %s of group %s", member.client_id, member.group)
     return members
@@ -155,7 +165,7 @@ class GroupJanitor:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                self.expired.extend(expire_dead_members(self.bootstrap))
+                expire_dead_members(self.bootstrap, on_leaving=self.expired.append)
             except Exception as exc:  # the broker may be restarting; try again next round
                 log.debug("group janitor: %s", exc)
 

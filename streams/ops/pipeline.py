@@ -20,6 +20,7 @@ from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import client_config, ensure_topics
+from streams.polling import QuietConsumer
 from streams.settings import Settings
 
 
@@ -147,15 +148,17 @@ class Collector:
         self.settings = settings
         self.codec = AvroCodec(settings.schema_registry_url)
         self.result = Collected()
-        self.consumer = Consumer(
-            {
-                **client_config(settings),
-                "group.id": f"streams-collector-{os.getpid()}-{time.monotonic_ns()}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "fetch.max.bytes": settings.max_message_bytes,
-                "max.partition.fetch.bytes": settings.max_message_bytes,
-            }
+        self.consumer = QuietConsumer(
+            Consumer(
+                {
+                    **client_config(settings),
+                    "group.id": f"streams-collector-{os.getpid()}-{time.monotonic_ns()}",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                    "fetch.max.bytes": settings.max_message_bytes,
+                    "max.partition.fetch.bytes": settings.max_message_bytes,
+                }
+            )
         )
         topics = [settings.topics.chunks, settings.topics.dead_letter]
         self.consumer.assign([TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)])
@@ -207,12 +210,11 @@ class Collector:
         )
 
     def pause(self) -> None:
-        """Stop fetching: against a broker that answers empty fetches at once, librdkafka re-fetches in
-        a busy loop, and a benchmark must not spend the CPU of the pipeline it measures."""
-        self.consumer.pause(self.consumer.assignment())
+        """Stop fetching altogether: a benchmark must not spend the CPU of the pipeline it measures."""
+        self.consumer.hold()
 
     def resume(self) -> None:
-        self.consumer.resume(self.consumer.assignment())
+        self.consumer.release()
 
     def produced(self, topic: str, timeout: float = 10.0) -> int:
         """Messages ever written to `topic`: the sum of its partitions' high watermarks."""
@@ -291,6 +293,14 @@ class LocalPipeline:
         )
         self.workers[key] = proc
         return proc
+
+    def pids(self) -> dict[str, int]:
+        """Every process this pipeline started, by role: each leads its own process group."""
+        found = {role: proc.pid for role, proc in self.workers.items()}
+        for name, service in (("broker", self.broker), ("document-store", self.store)):
+            if service is not None and service.proc is not None:
+                found[name] = service.proc.pid
+        return found
 
     def check_workers(self) -> None:
         for role, proc in self.workers.items():

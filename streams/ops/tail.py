@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
 from streams.ops.topics import client_config
+from streams.polling import QuietConsumer
 from streams.settings import Settings
 
 
@@ -42,15 +43,17 @@ def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str,
 def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
     """All records currently on `topic`, in partition order, stopping when idle for `idle_timeout`."""
     codec = AvroCodec(settings.schema_registry_url)
-    consumer = Consumer(
-        {
-            **client_config(settings),
-            "group.id": f"streams-tail-{os.getpid()}",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "fetch.max.bytes": settings.max_message_bytes,
-            "max.partition.fetch.bytes": settings.max_message_bytes,
-        }
+    consumer = QuietConsumer(
+        Consumer(
+            {
+                **client_config(settings),
+                "group.id": f"streams-tail-{os.getpid()}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": settings.max_message_bytes,
+                "max.partition.fetch.bytes": settings.max_message_bytes,
+            }
+        )
     )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)

@@ -55,7 +55,9 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
     with LocalPipeline(settings, strategies, sinks=["mongo", "vectors"]) as pipeline:
         info = connection(pipeline.settings)
         shared = {k: info[k] for k in ("broker", "mongo_url", "mongo_database", "mongo_collection")}
-        up_file.write_text(json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info}))
+        up_file.write_text(
+            json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info, "processes": pipeline.pids()})
+        )
         if as_json:
             print(json.dumps(info, sort_keys=True), flush=True)
         console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")

@@ -16,6 +16,7 @@ from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
 from streams.ops import metrics
 from streams.ops.groups import client_id
 from streams.ops.topics import client_config
+from streams.polling import QuietConsumer
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 
@@ -46,16 +47,18 @@ class SinkRunner:
         self.codec = AvroCodec(settings.schema_registry_url)
         self.progress = SinkProgress()
         self.group = f"streams-sink-{sink.name}"
-        self.consumer = Consumer(
-            {
-                **client_config(settings),
-                "group.id": self.group,
-                "client.id": client_id(f"sink-{sink.name}"),
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "fetch.max.bytes": settings.max_message_bytes,
-                "max.partition.fetch.bytes": settings.max_message_bytes,
-            }
+        self.consumer = QuietConsumer(
+            Consumer(
+                {
+                    **client_config(settings),
+                    "group.id": self.group,
+                    "client.id": client_id(f"sink-{sink.name}"),
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "earliest",
+                    "fetch.max.bytes": settings.max_message_bytes,
+                    "max.partition.fetch.bytes": settings.max_message_bytes,
+                }
+            )
         )
         topics = [settings.topics.chunks, settings.topics.status]
         if settings.sink_assignment == "manual":

@@ -6,6 +6,7 @@ failure it prevents (a replay from offset 0 losing its first document) only show
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -199,13 +200,13 @@ def test_a_commit_held_before_a_lost_message_fetches_it_again(consumer: SeekingC
 @pytest.mark.integration
 def test_an_idle_consumer_does_not_spin_on_empty_fetches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """noida-db answers an empty fetch at once; without the hold this consumer sent 5,373 fetches in 2 s
-    and an idle worker burnt 93% of a core."""
+    and an idle worker burnt 93% of a core. The hold grows while idle and ends with the first record."""
     import asyncio
 
-    from aiokafka import AIOKafkaConsumer
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.client import AIOKafkaClient
 
-    from streams.agents.transport import EMPTY_FETCH_BACKOFF_S
+    from streams.agents.transport import IDLE_FETCH_BACKOFF_S
     from streams.ops.embedded import broker
     from streams.ops.topics import ensure_topics
 
@@ -224,16 +225,27 @@ def test_an_idle_consumer_does_not_spin_on_empty_fetches(tmp_path: Path, monkeyp
         settings = Settings(data_dir=tmp_path, broker=server.address)
         ensure_topics(settings)
 
-        async def idle(seconds: float) -> None:
+        async def idle(seconds: float) -> tuple[int, float]:
             nonlocal fetches
             consumer = AIOKafkaConsumer(settings.topics.pages, bootstrap_servers=server.address, group_id=None)
             await consumer.start()
             await consumer.getmany(timeout_ms=1000)  # assignment and first fetches settled
             fetches = 0
             await consumer.getmany(timeout_ms=int(seconds * 1000))
+            idle_fetches = fetches
+            producer = AIOKafkaProducer(bootstrap_servers=server.address)
+            await producer.start()
+            await producer.send_and_wait(settings.topics.pages, b"after a long idle spell")
+            sent = time.monotonic()
+            got = await consumer.getmany(timeout_ms=5000)
+            waited = time.monotonic() - sent
+            await producer.stop()
             await consumer.stop()
+            assert [m.value for batch in got.values() for m in batch] == [b"after a long idle spell"]
+            return idle_fetches, waited
 
-        asyncio.run(idle(2.0))
+        idle_fetches, waited = asyncio.run(idle(3.0))
     finally:
         server.stop()
-    assert 0 < fetches <= 2.0 / EMPTY_FETCH_BACKOFF_S + 5
+    assert 0 < idle_fetches <= 3.0 / IDLE_FETCH_BACKOFF_S + 2
+    assert waited < IDLE_FETCH_BACKOFF_S + 0.5  # a record is fetched within one idle hold

@@ -1,0 +1,100 @@
+"""`streams bench idle`: what `streams up` costs while nothing arrives, CPU per process over a window.
+
+A service that spins while idle costs a core per replica in production and slows everything beside it on
+a small machine; this is the check that it does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from streams.ops.groups import proc_stat
+from streams.settings import UP_FILE
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_s(pgid: int) -> float:
+    """CPU seconds (user + system) of the live processes of one process group."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = proc_stat(entry)
+        except OSError:
+            continue
+        if fields is not None and int(fields[2]) == pgid:
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / TICKS
+
+
+def process_cpu_s(pid: int) -> float:
+    fields = proc_stat(pid)
+    return (int(fields[11]) + int(fields[12])) / TICKS if fields else 0.0
+
+
+def sample(processes: dict[str, int], window: float, own: dict[str, int] | None = None) -> dict[str, float]:
+    """CPU % of one core per role over `window` seconds (process groups; `own` are single processes)."""
+    own = own or {}
+
+    def read() -> dict[str, float]:
+        return {**{r: group_cpu_s(p) for r, p in processes.items()}, **{r: process_cpu_s(p) for r, p in own.items()}}
+
+    before, started = read(), time.monotonic()
+    time.sleep(window)
+    after, elapsed = read(), time.monotonic() - started
+    return {role: round(100 * (after[role] - before[role]) / elapsed, 2) for role in before}
+
+
+def run_idle_bench(
+    strategies: list[str] | None, window: float, warmup: float, progress: Callable[[str, int, int], None]
+) -> dict:
+    """Start `streams up` as a user would, let it settle, then sample every process it started."""
+    with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:
+        data_dir = Path(tmp)
+        env = {**os.environ, "STREAMS_DATA_DIR": str(data_dir)}
+        args = [sys.executable, "-m", "streams", "up", *[a for s in strategies or [] for a in ("-s", s)]]
+        up = subprocess.Popen(
+            args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        try:
+            up_file = data_dir / UP_FILE
+            deadline = time.monotonic() + 300
+            while not up_file.exists():
+                if up.poll() is not None:
+                    raise RuntimeError(f"streams up exited with code {up.returncode} before it was up")
+                if time.monotonic() > deadline:
+                    raise RuntimeError("streams up did not come up within 300 s")
+                time.sleep(0.2)
+            processes = json.loads(up_file.read_text())["processes"]
+            steps = int(warmup)
+            for second in range(steps):  # model loading and group joins are start-up, not idle
+                progress("settling", second, steps)
+                time.sleep(1)
+            progress(f"sampling {window:.0f} s", 0, 1)
+            cpu = sample(processes, window, own={"up": up.pid})
+            progress("done", 1, 1)
+        finally:
+            os.killpg(up.pid, signal.SIGTERM)
+            try:
+                up.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(up.pid, signal.SIGKILL)
+                up.wait()
+    return {
+        "window_s": window,
+        "warmup_s": warmup,
+        "cpu_percent": cpu,
+        "total_percent": round(sum(cpu.values()), 2),
+        "max_percent": max(cpu.values()),
+        "targets": {"total_under_3": sum(cpu.values()) < 3.0, "each_under_1": max(cpu.values()) < 1.0},
+    }

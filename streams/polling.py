@@ -1,0 +1,176 @@
+"""Consuming with librdkafka without spinning when there is nothing to read.
+
+A Kafka broker holds an empty fetch for the consumer's `fetch.wait.max.ms`; noida-db, the embedded broker,
+answers it at once, so librdkafka's fetcher asks again in a tight loop and an idle sink burnt half a core
+(and the broker most of another) doing nothing. librdkafka has no setting that backs off on an empty fetch,
+so `QuietConsumer` does it from the outside: a partition that has caught up with its high watermark is
+paused, and while partitions are paused one ListOffsets request for all of them (`offsets_for_times` at
+"latest") every probe interval says which have new records; only those are resumed. The interval grows
+from `probe_min_s` to `probe_max_s` while nothing arrives, so a busy stream is read at once and an idle
+one costs a request every half second. Against Kafka it changes nothing but that request.
+
+The aiokafka side (faust workers) has its own correction in `streams.agents.transport` (point 8).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import suppress
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+LATEST = -1  # ListOffsets' timestamp for "the offset the next record will get"
+
+
+class QuietConsumer:
+    """`consume` and `poll` of a confluent-kafka Consumer (assigned or subscribed) that pause while caught up."""
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        window_s: float = 0.05,
+        probe_min_s: float = 0.05,
+        probe_max_s: float = 0.5,
+    ) -> None:
+        self.consumer = consumer
+        self.window_s, self.probe_min_s, self.probe_max_s = window_s, probe_min_s, probe_max_s
+        self._paused: dict[tuple[str, int], int] = {}  # partition -> its position (next offset) when paused
+        self._starts: dict[tuple[str, int], int] = {}  # where assign() put each partition, when it said so
+        self._assigned: frozenset[tuple[str, int]] = frozenset()
+        self._probe_s = probe_min_s
+        self._next_probe = 0.0
+        self.probes = 0  # ListOffsets requests sent, for tests and curiosity
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.consumer, name)
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.consumer.assign(partitions)
+        self._starts = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+
+    def poll(self, timeout: float) -> Message | None:
+        messages = self.consume(1, timeout)
+        return messages[0] if messages else None
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        """Up to `num_messages` messages, returning as soon as any arrive or `timeout` passes."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._track_assignment()
+            active = [tp for tp in self._assigned if tp not in self._paused]
+            remaining = deadline - time.monotonic()
+            if active:
+                messages = self._take(num_messages, max(0.0, min(remaining, self.window_s)))
+                if messages:
+                    self._probe_s = self.probe_min_s
+                    return messages
+                self._pause_caught_up(active)
+            elif time.monotonic() >= self._next_probe:
+                self._probe()
+                continue
+            else:
+                # Sleeps inside librdkafka, which serves rebalance callbacks meanwhile.
+                wait = max(0.0, min(remaining, self._next_probe - time.monotonic()))
+                messages = self._take(num_messages, wait)
+                if messages:
+                    return messages
+            if time.monotonic() >= deadline:
+                return []
+
+    def hold(self) -> None:
+        """Stop fetching every assigned partition until `release` (a benchmark keeping its CPU to itself)."""
+        self._track_assignment()
+        self.consumer.pause([TopicPartition(t, p) for t, p in self._assigned])
+        self._paused.update({tp: 1 << 62 for tp in self._assigned})  # no probe ever finds these grown
+
+    def release(self) -> None:
+        self.consumer.resume([TopicPartition(t, p) for t, p in self._assigned])
+        self._paused.clear()
+
+    def _take(self, num_messages: int, wait: float) -> list[Message]:
+        messages = self.consumer.consume(num_messages, 0)
+        if messages or wait <= 0:
+            return messages
+        first = self.consumer.poll(wait)
+        if first is None:
+            return []
+        return [first, *self.consumer.consume(num_messages - 1, 0)] if num_messages > 1 else [first]
+
+    def _track_assignment(self) -> None:
+        assigned = frozenset((tp.topic, tp.partition) for tp in self.consumer.assignment())
+        if assigned != self._assigned:  # a rebalance or a new assign(): judge every partition afresh
+            self._assigned = assigned
+            self._paused.clear()
+
+    def _positions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The next offset each partition will deliver: librdkafka's application position once a message
+        was consumed, else where assign() or the group's commit put it; absent when nobody can say."""
+        found: dict[tuple[str, int], int] = {}
+        unknown: list[TopicPartition] = []
+        for tp in self.consumer.position([TopicPartition(t, p) for t, p in keys]):
+            key = (tp.topic, tp.partition)
+            if tp.offset >= 0:
+                found[key] = tp.offset
+            elif key in self._starts:
+                found[key] = self._starts[key]
+            else:
+                unknown.append(TopicPartition(tp.topic, tp.partition))
+        if unknown:
+            try:
+                for tp in self.consumer.committed(unknown, timeout=5):
+                    if tp.offset >= 0:
+                        found[(tp.topic, tp.partition)] = tp.offset
+            except KafkaException:
+                pass
+        return found
+
+    def _pause_caught_up(self, active: list[tuple[str, int]]) -> None:
+        """Pause the partitions whose position has reached their high watermark.
+
+        Paused first and judged after: a fetch answered between the empty consume and the pause has its
+        records dropped by the pause and fetched again from the position on resume, and the position
+        checked after the pause is below the high watermark it brought, so the partition is resumed at once.
+        """
+        self.consumer.pause([TopicPartition(t, p) for t, p in active])
+        positions = self._positions(active)
+        behind: list[tuple[str, int]] = []
+        for key in active:
+            try:
+                low, high = self.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+            except KafkaException:
+                low = high = None
+            # A partition with nothing in it has one possible position, whatever anyone committed.
+            position = positions.get(key, high if high is not None and low == high else None)
+            if high is None or high < 0 or position is None or position < high:
+                behind.append(key)
+            else:
+                self._paused[key] = position
+        if behind:
+            self.consumer.resume([TopicPartition(t, p) for t, p in behind])
+        if len(behind) < len(active):
+            self._next_probe = time.monotonic() + self._probe_s
+
+    def _probe(self) -> None:
+        paused = list(self._paused)
+        self.probes += 1
+        try:
+            latest = self.consumer.offsets_for_times([TopicPartition(t, p, LATEST) for t, p in paused], timeout=5)
+            grown = [
+                (tp.topic, tp.partition)
+                for tp in latest
+                if tp.error is not None or tp.offset < 0 or tp.offset > self._paused[(tp.topic, tp.partition)]
+            ]
+        except KafkaException:  # the broker is away: let librdkafka fetch and reconnect as it would
+            grown = paused
+        if grown:
+            self.consumer.resume([TopicPartition(t, p) for t, p in grown])
+            for topic, partition in grown:
+                # A seek wakes librdkafka's fetcher at once; a bare resume waited up to a second for it.
+                position = self._paused.pop((topic, partition))
+                with suppress(KafkaException):  # not fetchable yet: the resume alone gets there
+                    self.consumer.seek(TopicPartition(topic, partition, position))
+            self._probe_s = self.probe_min_s
+        else:
+            self._probe_s = min(self._probe_s * 2, self.probe_max_s)
+        self._next_probe = time.monotonic() + self._probe_s

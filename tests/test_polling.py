@@ -1,0 +1,105 @@
+"""QuietConsumer against the real embedded broker, which answers empty fetches at once: it must stop
+librdkafka's fetch loop while caught up, lose nothing across its pauses, and pick new records up quickly."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streams.ops.embedded import broker
+from streams.polling import QuietConsumer
+
+pytestmark = [pytest.mark.integration, pytest.mark.embedded_only]
+
+
+def _fetch_requests(stats: list[dict]) -> int:
+    """Fetch requests sent to brokers so far, from librdkafka's own statistics."""
+    latest = stats[-1]
+    return sum(b.get("req", {}).get("Fetch", 0) for b in latest["brokers"].values())
+
+
+def _consumer(address: str, stats: list[dict]) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": "quiet",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "statistics.interval.ms": 200,
+            "stats_cb": lambda raw: stats.append(json.loads(raw)),
+        }
+    )
+
+
+@pytest.fixture
+def service(tmp_path: Path):
+    server = broker(tmp_path).start()
+    admin = AdminClient({"bootstrap.servers": server.address})
+    admin.create_topics([NewTopic("q", 3, 1)])["q"].result()
+    yield server
+    server.stop()
+
+
+def test_idle_consumer_stops_fetching_and_loses_nothing(service) -> None:
+    stats: list[dict] = []
+    raw = _consumer(service.address, stats)
+    raw.assign([TopicPartition("q", p, 0) for p in range(3)])
+    quiet = QuietConsumer(raw)
+    producer = Producer({"bootstrap.servers": service.address, "linger.ms": 0})
+    received: list[bytes] = []
+    sent: list[bytes] = []
+
+    def burst(n: int) -> None:
+        for _ in range(n):
+            value = f"m{len(sent)}".encode()
+            producer.produce("q", value, partition=len(sent) % 3)
+            sent.append(value)
+        producer.flush(10)
+
+    def drain(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
+
+    burst(30)
+    drain(2.0)
+    before = _fetch_requests(stats)
+    drain(3.0)  # idle: caught up everywhere
+    idle_fetches = _fetch_requests(stats) - before
+    for _ in range(5):  # records arriving now and then, each after an idle spell
+        burst(7)
+        drain(0.7)
+    burst(1)
+    sent_at = time.monotonic()
+    while len(received) < len(sent) and time.monotonic() - sent_at < 5:
+        received.extend(m.value() for m in quiet.consume(100, 0.1) if not m.error())
+    waited = time.monotonic() - sent_at
+    raw.close()
+    # librdkafka alone sent thousands of empty fetches a second here; a probe now and then resumes fetching
+    assert idle_fetches <= 3 * 3 * 2 / quiet.probe_max_s, idle_fetches
+    assert sorted(received) == sorted(sent), (set(sent) - set(received), len(received) - len(set(received)))
+    assert waited < quiet.probe_max_s + 0.5
+
+
+def test_a_subscribed_consumer_is_assigned_and_reads_while_pausing(service) -> None:
+    stats: list[dict] = []
+    raw = _consumer(service.address, stats)
+    raw.subscribe(["q"])
+    quiet = QuietConsumer(raw)
+    producer = Producer({"bootstrap.servers": service.address})
+    for n in range(12):
+        producer.produce("q", f"s{n}".encode(), partition=n % 3)
+    producer.flush(10)
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 12 and time.monotonic() < deadline:
+        got.extend(m.value() for m in quiet.consume(50, 0.3) if not m.error())
+    assert sorted(got) == sorted(f"s{n}".encode() for n in range(12))
+    quiet.consume(50, 1.5)
+    assert quiet.probes > 0  # it paused what was caught up and probed instead of fetching
+    raw.close()
