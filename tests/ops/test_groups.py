@@ -73,3 +73,44 @@ def test_janitor_expires_a_killed_member_so_its_successor_is_assigned(tmp_path: 
             proc.kill()
             proc.wait()
         service.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.embedded_only
+def test_the_janitor_records_an_expiry_before_the_broker_can_act_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cause of the flaky test above: the janitor appended to `expired` after its LeaveGroup had been
+    answered and its client closed, so a successor assigned meanwhile could be seen with no expiry
+    recorded. The record must exist when the LeaveGroup leaves the process."""
+    from aiokafka.client import AIOKafkaClient
+
+    from streams.ops import groups
+
+    service = broker(tmp_path).start()
+    assert service.janitor is not None
+    service.janitor.stop()  # this test drives the expiry itself
+    proc = subprocess.Popen([sys.executable, "-c", PROBE, service.address], stdout=subprocess.PIPE)
+    try:
+        admin = AdminClient({"bootstrap.servers": service.address})
+        admin.create_topics([NewTopic("t", 2, 1)])["t"].result()
+        assert _assigned(proc, 60) == 2
+        proc.kill()
+        proc.wait()
+        recorded: list[groups.DeadMember] = []
+        seen_at_send: list[list[str]] = []
+        send = AIOKafkaClient.send
+
+        async def watching_send(self, node_id, request, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if type(request).__name__.startswith("LeaveGroupRequest"):
+                seen_at_send.append([m.client_id for m in recorded])
+            return await send(self, node_id, request, *args, **kwargs)
+
+        monkeypatch.setattr(AIOKafkaClient, "send", watching_send)
+        expired = groups.expire_dead_members(service.address, on_leaving=recorded.append)
+        assert [m.client_id for m in expired] == [client_id("probe", pid=proc.pid)]
+        assert seen_at_send == [[client_id("probe", pid=proc.pid)]]
+    finally:
+        proc.kill()
+        proc.wait()
+        service.stop()
