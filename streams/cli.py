@@ -346,7 +346,7 @@ def demo(
     sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")] = True,
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
-    from streams.ops.demo import run_demo
+    from streams.ops.demo import print_summary, run_demo
 
     settings = Settings()
     base = settings.data_dir
@@ -357,15 +357,7 @@ def demo(
     if as_json:
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:
-        chunks = ", ".join(f"{k}={v}" for k, v in summary["chunks"].items())
-        out.print(
-            f"[bold]{summary['documents']}[/] documents, {summary['pages']} pages -> chunks: {chunks}; "
-            f"dead letters: {summary['dead_letters']}; {summary['seconds']:.1f}s"
-        )
-        if "mongo" in summary:
-            out.print(f"MongoDB: {summary['mongo']}; vectors: {summary['vectors']}")
-        if keep:
-            err.print(f"kept {run_dir} (streams broker --data-dir {run_dir})")
+        print_summary(summary, out, err, run_dir if keep else None)
 
 
 def main() -> None:

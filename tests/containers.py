@@ -52,6 +52,16 @@ class ContainerService:  # pragma: no cover - no Docker engine on the developmen
             wait_for_logs(self.container, "Waiting for connections", timeout=timeout)
         return self
 
+    def launch(self) -> None:
+        self.start()
+
+    def ready(self, timeout: float = 120.0) -> ContainerService:
+        return self
+
+    @property
+    def name(self) -> str:
+        return "broker" if self.kind == "kafka" else "document-store"
+
     @property
     def address(self) -> str:
         if self.kind == "kafka":

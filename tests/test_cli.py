@@ -90,7 +90,24 @@ def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
     done = streams("demo", "--json", "--strategy", "window", env={"STREAMS_DATA_DIR": str(tmp_path)}, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
-    assert set(summary) == {"documents", "pages", "chunks", "dead_letters", "seconds", "mongo", "vectors"}
+    assert set(summary) == {
+        *("documents", "pages", "chunks", "dead_letters", "seconds", "mongo", "vectors"),
+        *("cpu_seconds", "strategies"),
+    }
+    window = summary["strategies"]["window"]
+    assert window["chunks"] == summary["chunks"]["window"] and window["documents"] == summary["documents"]
+    assert 0 < window["mean_tokens"] <= window["max_tokens"]
+    roles = {"broker", "assembler", "chunker:window", "sink:mongo", "sink:vectors", "demo"}
+    assert roles <= set(summary["cpu_seconds"])
+    # Without a terminal the progress is plain lines on stderr, stage by stage, counts moving.
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    stages = [line.split("] ", 1)[1].split(":", 1)[0] for line in progress]
+    assert stages[:2] == ["starting", "starting broker and document store"]
+    for stage in ("creating topics", "starting 4 workers", "publishing", "chunking", "storing", "stopping"):
+        assert stage in stages, (stage, stages)
+    pages = summary["pages"]
+    assert f"pages 0/{pages}" in progress[0] and f"pages {pages}/{pages}" in progress[-1]
+    assert f"window {summary['chunks']['window']}" in progress[-1]
     assert summary["documents"] >= 5 and summary["chunks"]["window"] > 0 and summary["dead_letters"] == 0
     # every chunk stored once; the amended RFP leaves its original's chunks stored but not latest
     assert summary["mongo"]["chunks"] == summary["chunks"]["window"] > summary["mongo"]["latest"] > 0

@@ -97,6 +97,7 @@ def _hold_empty_fetches() -> None:
         return fetched
 
     proc_fetch_request.holds_empty_fetches = True  # type: ignore[attr-defined]
+    proc_fetch_request.__wrapped__ = original  # type: ignore[attr-defined]
     Fetcher._proc_fetch_request = proc_fetch_request  # type: ignore[method-assign]
 
 
@@ -276,3 +277,46 @@ class Transport(driver.Transport):
         super().__init__(*args, **kwargs)
         faust_streams._CStreamIterator = None  # read per stream; see point 4 above
         _hold_empty_fetches()
+
+
+#: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
+#: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
+#: After reading the new code against points 1-8, refresh with `python -m streams.agents.transport`.
+PATCHED_INTERNALS: dict[str, str] = {
+    "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread.seek_to_committed": "775ab0adc4b052ab",
+    "faust.transport.drivers.aiokafka:Consumer._new_consumer_thread": "0870ec53dea75083",
+    "faust.transport.consumer:Consumer._new_offset": "1d2c7ea89a7ad4f1",
+    "faust.transport.consumer:Consumer._add_gap": "4df2573ded7c1c2c",
+    "faust.transport.consumer:Consumer._wait_next_records": "6218e1969a636b3f",
+    "faust.transport.consumer:Consumer.ack": "5fcf41cf45153475",
+    "faust.transport.consumer:Consumer._drain_messages": "44a2500309e83c63",
+    "faust.transport.consumer:Consumer.on_buffer_drop": "4b57e8a418d5ad9c",
+    "faust.streams:Stream._py_aiter": "3a48ee257a65435b",
+}
+
+
+def _digest(name: str) -> str:
+    import hashlib
+    import importlib
+    import inspect
+
+    module_name, qualname = name.split(":")
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return "missing"
+    target = getattr(target, "__wrapped__", target)
+    return hashlib.sha256(inspect.getsource(target).encode()).hexdigest()[:16]
+
+
+def changed_internals() -> list[str]:
+    """The patched internals whose source is not the one the corrections were written against."""
+    return [name for name, digest in PATCHED_INTERNALS.items() if _digest(name) != digest]
+
+
+if __name__ == "__main__":  # pragma: no cover - the refresh step of a dependency upgrade
+    for name in PATCHED_INTERNALS:
+        print(f'    "{name}": "{_digest(name)}",')

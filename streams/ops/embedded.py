@@ -85,11 +85,18 @@ class EmbeddedProcess:
         self.log_path = self.data_dir / f"{self.name}.log"
 
     def start(self, timeout: float = 60.0) -> EmbeddedProcess:
+        self.launch()
+        return self.ready(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it: `ready` waits (so two services can start at once)."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                self.args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+
+    def ready(self, timeout: float = 60.0) -> EmbeddedProcess:
         wait_for_port(self.port, timeout, self.proc, self.log_path)
         return self
 
@@ -143,8 +150,8 @@ class EmbeddedBroker(EmbeddedProcess):
 
     janitor: GroupJanitor | None = None
 
-    def start(self, timeout: float = 60.0) -> EmbeddedBroker:
-        super().start(timeout)
+    def ready(self, timeout: float = 60.0) -> EmbeddedBroker:
+        super().ready(timeout)
         self.janitor = GroupJanitor(self.address).start()
         return self
 

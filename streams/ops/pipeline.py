@@ -144,10 +144,11 @@ class Collected:
 class Collector:
     """Reads chunks and dead letters from the beginning, without a consumer group commit."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, watch_documents: bool = False) -> None:
         self.settings = settings
         self.codec = AvroCodec(settings.schema_registry_url)
         self.result = Collected()
+        self.documents_seen: set[tuple[str, int]] = set()  # (doc_id, amendment) assembled, with watch_documents
         self.consumer = QuietConsumer(
             Consumer(
                 {
@@ -161,6 +162,8 @@ class Collector:
             )
         )
         topics = [settings.topics.chunks, settings.topics.dead_letter]
+        if watch_documents:
+            topics.append(settings.topics.documents)
         self.consumer.assign([TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)])
 
     def poll(self, seconds: float = 0.5) -> int:
@@ -177,6 +180,9 @@ class Collector:
                     ChunkRecord(**self.codec.decode("chunk_record", message.value())),
                     stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else None,
                 )
+            elif message.topic() == self.settings.topics.documents:
+                document = self.codec.decode("assembled_document", message.value())
+                self.documents_seen.add((document["doc_id"], document["amendment_number"]))
             else:
                 self.result.dead.append(DeadLetter(**self.codec.decode("dead_letter", message.value())))
         return got
@@ -238,6 +244,7 @@ class LocalPipeline:
         sinks: list[str] | None = None,
         own_store: bool = True,
         metrics: bool = False,
+        on_stage: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
         self.strategies = strategies
@@ -249,17 +256,32 @@ class LocalPipeline:
         self.workers: dict[str, subprocess.Popen] = {}
         self.metrics = metrics
         self.metrics_ports: dict[str, int] = {}
+        self.on_stage = on_stage or (lambda _stage: None)
 
     def start(self) -> LocalPipeline:
+        # The two services start side by side: each launcher is a Python process that takes seconds.
+        services = []
         if self.own_broker:
-            self.broker = broker(self.settings.data_dir).start()
+            self.broker = broker(self.settings.data_dir)
+            services.append(self.broker)
+        if "mongo" in self.sinks and self.own_store:
+            self.store = document_store(self.settings.data_dir)
+            services.append(self.store)
+        if services:
+            self.on_stage("starting " + " and ".join(s.name.replace("-", " ") for s in services))
+        for service in services:
+            service.launch()
+        for service in services:
+            service.ready()
+        if self.broker is not None:
             self.settings = self.settings.model_copy(
                 update={"broker": self.broker.address, "changelog_cleanup": "delete"}
             )
-        if "mongo" in self.sinks and self.own_store:
-            self.store = document_store(self.settings.data_dir).start()
+        if self.store is not None:
             self.settings = self.settings.model_copy(update={"mongo_url": f"mongodb://{self.store.address}"})
+        self.on_stage("creating topics")
         ensure_topics(self.settings)
+        self.on_stage(f"starting {1 + len(self.strategies) + len(self.sinks)} workers")
         self.start_worker("assembler")
         for strategy in self.strategies:
             self.start_worker(f"chunker:{strategy}")
