@@ -223,6 +223,36 @@ def up(
 
 
 @app.command()
+def status(as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False) -> None:
+    """Each role of the running `streams up`: state, uptime, restarts and the last exit reason."""
+    from streams.ops.up import HEALTH_FILE
+
+    path = Settings().data_dir / HEALTH_FILE
+    if not path.exists():
+        raise ValueError(f"no running `streams up` in {path.parent} (set STREAMS_DATA_DIR to its data directory)")
+    health = json.loads(path.read_text())
+    if as_json:
+        sys.stdout.write(json.dumps(health, sort_keys=True) + "\n")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"streams up in {path.parent}")
+    for column in ("role", "state", "pid", "uptime s", "restarts", "last exit"):
+        table.add_column(column, justify="right" if column in {"pid", "uptime s", "restarts"} else "left")
+    for role, h in health["roles"].items():
+        colour = {"running": "green", "restarting": "yellow"}.get(h["state"], "red")
+        table.add_row(
+            role,
+            f"[{colour}]{h['state']}[/]",
+            str(h["pid"]),
+            f"{h['uptime_s']:.0f}",
+            str(h["restarts"]),
+            h["last_exit"],
+        )
+    out.print(table)
+
+
+@app.command()
 def search(
     question: Annotated[str, typer.Argument(help="What to look for.")],
     strategy: Annotated[str | None, typer.Option("--strategy", "-s")] = None,
@@ -381,7 +411,15 @@ def main() -> None:
             raise SystemExit(exc.exit_code) from None
         if isinstance(exc, click.exceptions.Abort):
             raise SystemExit(1) from None
+        from pydantic import ValidationError
+
         from streams.settings import mask_url
+
+        if isinstance(exc, ValidationError):  # a bad setting: one line, and a code supervisors do not retry
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem.get("loc", ())) or "settings"
+            err.print(f"[red]error:[/] bad setting STREAMS_{where.upper()}: {problem.get('msg', exc)}", highlight=False)
+            raise SystemExit(78) from None
 
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         message = mask_url(message)

@@ -118,7 +118,14 @@ def run_demo(
     try:
         settings = settings.model_copy(update={"sink_assignment": "manual"})  # one replica per sink
         with DemoView(console, counts, started) as view:
-            pipeline = LocalPipeline(settings, chosen, sinks=["mongo", "vectors"] if sinks else [], on_stage=view.stage)
+            pipeline = LocalPipeline(
+                settings,
+                chosen,
+                sinks=["mongo", "vectors"] if sinks else [],
+                on_stage=view.stage,
+                supervise=True,
+                on_event=lambda line: console.print(line, markup=False, highlight=False),
+            )
             with pipeline:
                 view.stage("publishing")
                 published_at = time.time()
@@ -172,6 +179,8 @@ def _follow(
     try:
         while time.monotonic() < deadline:
             pipeline.check_workers()
+            if failed := pipeline.failed():
+                raise ServiceError(f"{failed[0].role} failed and was not restarted: {failed[0].last_exit}")
             collector.poll(0.5)
             counts.assembled = len(collector.documents_seen)
             counts.dead = len(result.dead)

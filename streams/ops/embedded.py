@@ -115,6 +115,9 @@ class EmbeddedProcess:
             _signal_group(self.proc.pid, signal.SIGKILL)
             self._wait_group(timeout)
 
+    def alive(self) -> bool:
+        return self.proc is not None and (self.proc.poll() is None or _group_alive(self.proc.pid))
+
     def kill(self) -> None:
         if self.proc is not None and (self.proc.poll() is None or _group_alive(self.proc.pid)):
             _signal_group(self.proc.pid, signal.SIGKILL)

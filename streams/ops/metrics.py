@@ -18,6 +18,8 @@ from prometheus_client.registry import Collector
 RECORDS_IN = Counter("streams_records_in", "Records consumed", ["role", "topic"])
 RECORDS_OUT = Counter("streams_records_out", "Records produced", ["role", "topic"])
 CHUNKS = Counter("streams_chunks", "Chunks published", ["strategy"])
+ROLE_RESTARTS = Counter("streams_role_restarts", "Restarts of a role by the supervisor of `streams up`", ["role"])
+ROLE_STATE = Gauge("streams_role_state", "1 for the state a supervised role is in", ["role", "state"])
 DEAD_LETTERS = Counter("streams_dead_letters", "Dead letters published", ["stage", "reason"])
 LATENCY = Histogram(
     "streams_processing_latency_seconds",

@@ -6,6 +6,7 @@ Used by `streams demo`, the benchmarks and the integration tests, so all three e
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPa
 
 from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
+from streams.ops import metrics
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import client_config, ensure_topics
 from streams.polling import QuietConsumer
@@ -233,8 +235,55 @@ class Collector:
         self.consumer.close()
 
 
+EX_CONFIG = 78  # sysexits.h: what a worker exits with on a bad setting; restarting it cannot help
+
+RESTART_MIN_S = 0.5  # the first restart waits this long; each further one twice as long ...
+RESTART_MAX_S = 30.0  # ... up to this
+CRASH_LOOP = (5, 60.0)  # this many crashes within this many seconds: the role is stopped as failed
+
+
+@dataclass
+class RoleHealth:
+    """What the supervisor knows of one role: `streams status` and the metrics show it."""
+
+    role: str
+    pid: int
+    state: str = "running"  # running, restarting, failed
+    started: float = field(default_factory=time.time)
+    restarts: int = 0
+    last_exit: str = ""
+    crashes: list[float] = field(default_factory=list)  # monotonic times of recent crashes
+    restart_at: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "role": self.role,
+            "pid": self.pid,
+            "state": self.state,
+            "uptime_s": round(time.time() - self.started, 1) if self.state == "running" else 0.0,
+            "restarts": self.restarts,
+            "last_exit": self.last_exit,
+        }
+
+
+def exit_reason(code: int) -> str:
+    """An exit code as a person reads it: the signal by name, not -9."""
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return "bad setting (exit 78)" if code == EX_CONFIG else f"exit code {code}"
+
+
 class LocalPipeline:
-    """Broker (embedded unless `broker_address` is given), topics and one worker per role."""
+    """Broker (embedded unless `broker_address` is given), topics and one worker per role.
+
+    With `supervise=True` (`streams up`, the demo) a role that exits unexpectedly is restarted with
+    exponential back-off while everything else keeps running, the broker and the document store included;
+    a role that crashes `CRASH_LOOP` times in a row, or exits on a bad setting, is left stopped as failed.
+    Without it (benchmarks, most tests) any exit is an error, as a measurement must not hide a crash.
+    """
 
     def __init__(
         self,
@@ -245,6 +294,8 @@ class LocalPipeline:
         own_store: bool = True,
         metrics: bool = False,
         on_stage: Callable[[str], None] | None = None,
+        supervise: bool = False,
+        on_event: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
         self.strategies = strategies
@@ -257,6 +308,10 @@ class LocalPipeline:
         self.metrics = metrics
         self.metrics_ports: dict[str, int] = {}
         self.on_stage = on_stage or (lambda _stage: None)
+        self.supervise = supervise
+        self.on_event = on_event or (lambda _line: None)
+        self.health: dict[str, RoleHealth] = {}
+        self.stopping = False
 
     def start(self) -> LocalPipeline:
         # The two services start side by side: each launcher is a Python process that takes seconds.
@@ -314,7 +369,24 @@ class LocalPipeline:
             start_new_session=True,
         )
         self.workers[key] = proc
+        previous = self.health.get(key)
+        self.health[key] = RoleHealth(
+            key,
+            proc.pid,
+            restarts=previous.restarts if previous else 0,
+            last_exit=previous.last_exit if previous else "",
+            crashes=previous.crashes if previous else [],
+        )
         return proc
+
+    def _log_tail(self, role: str, lines: int = 3) -> str:
+        log = self.settings.data_dir / "logs" / f"{role.replace(':', '-').replace('#', '-')}.log"
+        if not log.exists():
+            return ""
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - 4096))
+            tail = fh.read().decode(errors="replace").strip().splitlines()[-lines:]
+        return " | ".join(line.strip() for line in tail if line.strip())
 
     def pids(self) -> dict[str, int]:
         """Every process this pipeline started, by role: each leads its own process group."""
@@ -325,23 +397,70 @@ class LocalPipeline:
         return found
 
     def check_workers(self) -> None:
+        """Without supervision: any exit is an error. With it: restart what crashed (see the class)."""
+        if self.supervise:
+            self._supervise()
+            return
         for role, proc in self.workers.items():
             if proc.poll() is not None:
-                log = self.settings.data_dir / "logs" / f"{role.replace(':', '-').replace('#', '-')}.log"
-                tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-                raise ServiceError(f"worker {role} exited with code {proc.returncode}: {' '.join(tail)}")
+                tail = self._log_tail(role, 1)
+                raise ServiceError(f"worker {role} exited with {exit_reason(proc.returncode)}: {tail}")
+
+    def failed(self) -> list[RoleHealth]:
+        return [h for h in self.health.values() if h.state == "failed"]
+
+    def _supervise(self) -> None:
+        if self.stopping:
+            return
+        now = time.monotonic()
+        for service in (self.broker, self.store):
+            if service is not None and service.proc is not None and not service.alive():
+                self._restart_service(service)
+        for role, proc in list(self.workers.items()):
+            health = self.health[role]
+            if health.state == "restarting" and now >= health.restart_at:
+                self.start_worker(role.split("#")[0], int(role.split("#")[1]) if "#" in role else 1)
+                self.health[role].state = "running"
+                continue
+            if health.state != "running" or proc.poll() is None:
+                continue
+            health.last_exit = f"{exit_reason(proc.returncode)}: {self._log_tail(role)}".rstrip(": ")
+            health.crashes = [t for t in health.crashes if now - t < CRASH_LOOP[1]] + [now]
+            if proc.returncode == EX_CONFIG or len(health.crashes) >= CRASH_LOOP[0]:
+                health.state = "failed"
+                why = "a bad setting" if proc.returncode == EX_CONFIG else f"{len(health.crashes)} crashes"
+                self.on_event(f"{role} failed ({why}), not restarted; last exit {health.last_exit}")
+                continue
+            health.restarts += 1
+            health.state = "restarting"
+            delay = min(RESTART_MIN_S * 2 ** (len(health.crashes) - 1), RESTART_MAX_S)
+            health.restart_at = now + delay
+            metrics.ROLE_RESTARTS.labels(role).inc()
+            self.on_event(f"{role} exited ({health.last_exit}); restart {health.restarts} in {delay:.1f}s")
+
+    def _restart_service(self, service: EmbeddedProcess) -> None:
+        """The broker or the document store died: start it again on its port and data directory. The
+        workers reconnect on their own (their clients retry), so nothing else is touched."""
+        code = service.proc.returncode if service.proc is not None else None
+        reason = exit_reason(code) if code is not None else "gone"
+        health = self.health.setdefault(service.name, RoleHealth(service.name, service.proc.pid))
+        health.restarts += 1
+        health.last_exit = reason
+        metrics.ROLE_RESTARTS.labels(service.name).inc()
+        self.on_event(f"{service.name} exited ({reason}); restarting it on the same port and data")
+        service.stop()  # reap what is left of its process group
+        service.launch()
+        service.ready()
+        health.pid, health.started, health.state = service.proc.pid, time.time(), "running"
 
     def stop_worker(self, role: str, kill: bool = False) -> None:
-        import signal
-
         proc = self.workers.pop(role)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
         proc.wait(30)
 
     def stop(self) -> None:
-        import signal
-
+        self.stopping = True
         for proc in self.workers.values():
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
 
-from streams.ops.pipeline import LocalPipeline
+from streams.ops.pipeline import LocalPipeline, RoleHealth
 from streams.ops.replay import reset_offsets
 from streams.settings import UP_FILE, Settings
+
+HEALTH_FILE = "health.json"
 
 
 def connection(settings: Settings) -> dict[str, str]:
@@ -52,7 +55,10 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
         update={"lancedb_path": lance, "data_dir": settings.data_dir.resolve(), "sink_assignment": "manual"}
     )
     up_file = settings.data_dir / UP_FILE
-    with LocalPipeline(settings, strategies, sinks=["mongo", "vectors"]) as pipeline:
+    pipeline = LocalPipeline(
+        settings, strategies, sinks=["mongo", "vectors"], supervise=True, on_event=lambda line: console.print(line)
+    )
+    with pipeline:
         info = connection(pipeline.settings)
         shared = {k: info[k] for k in ("broker", "mongo_url", "mongo_database", "mongo_collection")}
         up_file.write_text(
@@ -62,13 +68,36 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
             print(json.dumps(info, sort_keys=True), flush=True)
         console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")
         console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
+        if settings.metrics_port:
+            from streams.ops.metrics import serve
+
+            serve(settings.metrics_port, ready=lambda: not pipeline.failed())
+        for service in (pipeline.broker, pipeline.store):  # supervised like the workers
+            if service is not None and service.proc is not None:
+                pipeline.health[service.name] = RoleHealth(service.name, service.proc.pid)
         try:
             while not stop.wait(1.0):
                 pipeline.check_workers()
+                write_health(pipeline)
                 for request in sorted(control_dir(pipeline.settings).glob("replay-*.json")):
                     _replay(pipeline, request, console)
         finally:
+            pipeline.stopping = True  # from here on an exit is the shutdown, not a crash
             up_file.unlink(missing_ok=True)
+            (pipeline.settings.data_dir / HEALTH_FILE).unlink(missing_ok=True)
+
+
+def write_health(pipeline: LocalPipeline) -> None:
+    """Each role's state for `streams status` and the metrics, replaced atomically once a second."""
+    from streams.ops import metrics
+
+    roles = {role: health.as_dict() for role, health in sorted(pipeline.health.items())}
+    for role, health in roles.items():
+        for state in ("running", "restarting", "failed"):
+            metrics.ROLE_STATE.labels(role, state).set(1 if health["state"] == state else 0)
+    path = pipeline.settings.data_dir / HEALTH_FILE
+    path.with_suffix(".tmp").write_text(json.dumps({"time": time.time(), "roles": roles}))
+    path.with_suffix(".tmp").replace(path)
 
 
 def _replay(pipeline: LocalPipeline, request: Path, console: Console) -> None:

@@ -57,6 +57,10 @@ class LanceTarget:
     def count(self, latest_only: bool = False) -> int:
         return self.table.count_rows("is_latest_version = true" if latest_only else None)
 
+    def ids(self) -> list[str]:
+        """Every stored chunk id, duplicates included (a test of exactly-once needs to see them)."""
+        return [str(v) for v in self.table.to_arrow().column("chunk_id").to_pylist()]
+
     def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]:
         where = "is_latest_version = true"
         if strategy:

@@ -1,0 +1,165 @@
+"""Supervision: a role killed with SIGKILL comes back by itself while the rest keeps running, the broker and
+the document store included, and every document still ends up stored exactly once; a role that fails on a
+bad setting is reported once and not restarted; `streams up` shows health and stops cleanly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.core.chunkers import get_chunker
+from streams.core.document import assemble
+from streams.core.records import build_records
+from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_pages
+from streams.sinks.lance_target import LanceTarget
+from streams.sinks.mongo import MongoSink
+from tests.integration.conftest import pipeline_settings
+from tests.reliability.test_faults import documents
+
+pytestmark = pytest.mark.integration
+
+
+def _expected(docs: list) -> dict[str, str]:
+    chunker = get_chunker("window")
+    return {
+        r.chunk_id: r.checksum
+        for pages in docs
+        for r in build_records(assemble(pages), chunker, chunker.chunk(assemble(pages)))
+    }
+
+
+def _supervise_until(pipeline: LocalPipeline, done, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pipeline.check_workers()
+        if done():
+            return
+        time.sleep(0.25)
+    raise AssertionError("timed out")
+
+
+def _kill(pid: int) -> None:
+    os.killpg(pid, signal.SIGKILL)
+
+
+def test_exit_reasons_name_signals() -> None:
+    assert exit_reason(-9) == "SIGKILL" and exit_reason(-15) == "SIGTERM"
+    assert exit_reason(1) == "exit code 1" and "bad setting" in exit_reason(EX_CONFIG)
+
+
+def test_killed_roles_come_back_and_every_document_is_stored_exactly_once(tmp_path: Path) -> None:
+    docs = documents(40)
+    expected = _expected(docs)
+    events: list[str] = []
+    settings = pipeline_settings(tmp_path, sink_assignment="manual")
+    pipeline = LocalPipeline(settings, ["window"], sinks=["mongo", "vectors"], supervise=True, on_event=events.append)
+    with pipeline:
+        pages = [p for d in docs for p in d]
+        first, second = pages[: len(pages) // 2], pages[len(pages) // 2 :]
+        publish_pages(pipeline.settings, first)
+        untouched = {role: proc.pid for role, proc in pipeline.workers.items()}
+        # Each kind of role, killed in turn with documents in flight; the others must keep their process.
+        for role in ["chunker:window", "assembler", "sink:mongo", "sink:vectors"]:
+            victim = pipeline.workers[role].pid
+            _kill(victim)
+            _supervise_until(
+                pipeline,
+                lambda r=role, v=victim: pipeline.workers[r].pid != v and pipeline.health[r].state == "running",
+                60,
+            )
+            untouched.pop(role)
+            assert all(pipeline.workers[r].pid == pid for r, pid in untouched.items())
+        publisher = threading.Thread(target=publish_pages, args=(pipeline.settings, second))
+        publisher.start()
+        assert pipeline.store is not None
+        store_pid = pipeline.store.proc.pid
+        _kill(store_pid)  # the document store, while the second half is on its way
+        _supervise_until(pipeline, lambda: pipeline.store.proc.pid != store_pid and pipeline.store.alive(), 60)
+        publisher.join()
+        mongo = MongoSink(pipeline.settings.mongo_url)
+        try:
+
+            def stored() -> bool:
+                try:
+                    vectors = LanceTarget(pipeline.settings.lance_dir).count()
+                except Exception:
+                    vectors = 0
+                return mongo.count() >= len(expected) and vectors >= len(expected)
+
+            _supervise_until(pipeline, stored, 400)
+            rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
+            vector_ids = LanceTarget(pipeline.settings.lance_dir).ids()
+        finally:
+            mongo.close()
+        health = {role: h.as_dict() for role, h in pipeline.health.items()}
+    assert rows == expected  # every chunk once, nothing else
+    assert sorted(vector_ids) == sorted(expected)  # exactly once: no id twice
+    for role in ["chunker:window", "assembler", "sink:mongo", "sink:vectors"]:
+        assert health[role]["restarts"] == 1 and health[role]["last_exit"].startswith("SIGKILL"), health[role]
+    assert health["document-store"]["restarts"] == 1
+    assert sum("SIGKILL" in line and "restart 1" in line for line in events) == 4, events
+
+
+def test_a_role_that_fails_on_a_bad_setting_is_not_restarted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    pipeline = LocalPipeline(pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append)
+    with pipeline:
+        monkeypatch.setenv("STREAMS_METRICS_PORT", "-5")  # only the worker started now sees it
+        pipeline.stop_worker("chunker:window")
+        pipeline.start_worker("chunker:window")
+        monkeypatch.delenv("STREAMS_METRICS_PORT")
+        _supervise_until(pipeline, lambda: bool(pipeline.failed()), 60)
+        for _ in range(8):  # it stays failed; nothing is restarted in a loop
+            pipeline.check_workers()
+            time.sleep(0.25)
+        assert pipeline.workers["assembler"].poll() is None
+    [failed] = pipeline.failed()
+    assert failed.role == "chunker:window" and failed.restarts == 0
+    assert len(events) == 1 and "bad setting" in events[0] and "STREAMS_METRICS_PORT" in events[0], events
+
+
+def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: Path) -> None:
+    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
+    env.pop("STREAMS_BROKER", None)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "streams", "up", "--json", "-s", "window"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        json.loads(up.stdout.readline())
+        up_file = tmp_path / "var" / "up.json"
+        victim = json.loads(up_file.read_text())["processes"]["chunker:window"]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        status: dict = {}
+        while time.monotonic() < deadline:
+            time.sleep(1)
+            done = subprocess.run(
+                [sys.executable, "-m", "streams", "status", "--json"], capture_output=True, text=True, env=env
+            )
+            status = json.loads(done.stdout) if done.returncode == 0 else {}
+            role = status.get("roles", {}).get("chunker:window", {})
+            if role.get("restarts") == 1 and role.get("state") == "running":
+                break
+        role = status["roles"]["chunker:window"]
+        assert role["restarts"] == 1 and role["pid"] != victim and role["last_exit"].startswith("SIGKILL")
+        assert all(r["state"] == "running" for r in status["roles"].values()), status
+        assert {"broker", "document-store", "assembler", "sink:mongo", "sink:vectors"} <= set(status["roles"])
+    finally:
+        os.killpg(up.pid, signal.SIGTERM)
+        _, stderr = up.communicate(timeout=90)
+    assert up.returncode == 0, stderr[-2000:]
+    assert "chunker:window exited (SIGKILL" in stderr
+    assert stderr.count("exited (") == 1  # the shutdown restarted nothing and reported no crash
