@@ -351,7 +351,9 @@ class LocalPipeline:
         log_dir = self.settings.data_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         log = (log_dir / f"{key.replace(':', '-').replace('#', '-')}.log").open("ab")
-        env = {**os.environ, **settings_env(self.settings)}
+        # STREAMS_METRICS_PORT, if set for `streams up`, is its own endpoint: a worker inheriting it would
+        # fight the others for the port (each gets its own below when metrics are asked for).
+        env = {**os.environ, **settings_env(self.settings), "STREAMS_METRICS_PORT": "0"}
         if self.metrics:
             self.metrics_ports[key] = self.metrics_ports.get(key) or free_port()
             env["STREAMS_METRICS_PORT"] = str(self.metrics_ports[key])

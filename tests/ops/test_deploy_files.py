@@ -42,6 +42,8 @@ METRICS = {
     "streams_processing_latency_seconds_bucket",
     "streams_table_entries",
     "streams_embedding_batch_seconds_bucket",
+    "streams_role_restarts_total",
+    "streams_role_state",
     "up",
 }
 

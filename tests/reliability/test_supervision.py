@@ -127,7 +127,12 @@ def test_a_role_that_fails_on_a_bad_setting_is_not_restarted(tmp_path: Path, mon
 
 
 def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: Path) -> None:
-    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
+    from urllib.request import urlopen
+
+    from streams.ops.embedded import free_port
+
+    port = free_port()
+    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var"), "STREAMS_METRICS_PORT": str(port)}
     env.pop("STREAMS_BROKER", None)
     up = subprocess.Popen(
         [sys.executable, "-m", "streams", "up", "--json", "-s", "window"],
@@ -157,9 +162,57 @@ def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: 
         assert role["restarts"] == 1 and role["pid"] != victim and role["last_exit"].startswith("SIGKILL")
         assert all(r["state"] == "running" for r in status["roles"].values()), status
         assert {"broker", "document-store", "assembler", "sink:mongo", "sink:vectors"} <= set(status["roles"])
+        scraped = urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        assert 'streams_role_restarts_total{role="chunker:window"} 1.0' in scraped
+        assert 'streams_role_state{role="chunker:window",state="running"} 1.0' in scraped
     finally:
         os.killpg(up.pid, signal.SIGTERM)
         _, stderr = up.communicate(timeout=90)
     assert up.returncode == 0, stderr[-2000:]
     assert "chunker:window exited (SIGKILL" in stderr
     assert stderr.count("exited (") == 1  # the shutdown restarted nothing and reported no crash
+
+
+def test_a_killed_broker_is_restarted_and_the_workers_wait_for_it(tmp_path: Path) -> None:
+    docs = documents(12)
+    expected = _expected(docs)
+    events: list[str] = []
+    settings = pipeline_settings(tmp_path, sink_assignment="manual")
+    pipeline = LocalPipeline(settings, ["window"], sinks=["mongo"], supervise=True, on_event=events.append)
+    with pipeline:
+        before, after = docs[:6], docs[6:]
+        publish_pages(pipeline.settings, [p for d in before for p in d])
+        mongo = MongoSink(pipeline.settings.mongo_url)
+        try:
+            _supervise_until(pipeline, lambda: mongo.count() >= len(_expected(before)), 120)
+            workers = {role: proc.pid for role, proc in pipeline.workers.items()}
+            assert pipeline.broker is not None
+            broker_pid = pipeline.broker.proc.pid
+            _kill(broker_pid)
+            _supervise_until(pipeline, lambda: pipeline.broker.proc.pid != broker_pid and pipeline.broker.alive(), 90)
+            publish_pages(pipeline.settings, [p for d in after for p in d])
+            _supervise_until(pipeline, lambda: mongo.count() >= len(expected), 300)
+            rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
+        finally:
+            mongo.close()
+        restarted_workers = [role for role, pid in workers.items() if pipeline.workers[role].pid != pid]
+    assert rows == expected
+    assert pipeline.health["broker"].restarts == 1 and pipeline.health["broker"].last_exit == "SIGKILL"
+    assert restarted_workers == [], events  # they waited for the broker instead of crashing
+
+
+def test_a_crash_loop_is_stopped_as_failed_and_the_rest_stays_up(tmp_path: Path) -> None:
+    events: list[str] = []
+    pipeline = LocalPipeline(pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append)
+    with pipeline:
+        pipeline.start_worker("chunker:no-such-strategy")  # exits with an error at every start
+        _supervise_until(pipeline, lambda: bool(pipeline.failed()), 120)
+        for _ in range(8):
+            pipeline.check_workers()
+            time.sleep(0.25)
+        assert pipeline.workers["chunker:window"].poll() is None and pipeline.workers["assembler"].poll() is None
+    [failed] = pipeline.failed()
+    assert failed.role == "chunker:no-such-strategy" and failed.restarts == 4
+    delays = [float(line.rsplit(" in ", 1)[1].rstrip("s")) for line in events if "; restart " in line]
+    assert delays == [0.5, 1.0, 2.0, 4.0]  # exponential back-off between the crashes
+    assert "5 crashes" in events[-1] and "not restarted" in events[-1]
