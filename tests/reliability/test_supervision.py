@@ -112,10 +112,10 @@ def test_a_role_that_fails_on_a_bad_setting_is_not_restarted(tmp_path: Path, mon
     events: list[str] = []
     pipeline = LocalPipeline(pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append)
     with pipeline:
-        monkeypatch.setenv("STREAMS_METRICS_PORT", "-5")  # only the worker started now sees it
+        monkeypatch.setenv("STREAMS_WEB_PORT", "not a port")  # only the worker started now sees it
         pipeline.stop_worker("chunker:window")
         pipeline.start_worker("chunker:window")
-        monkeypatch.delenv("STREAMS_METRICS_PORT")
+        monkeypatch.delenv("STREAMS_WEB_PORT")
         _supervise_until(pipeline, lambda: bool(pipeline.failed()), 60)
         for _ in range(8):  # it stays failed; nothing is restarted in a loop
             pipeline.check_workers()
@@ -123,7 +123,7 @@ def test_a_role_that_fails_on_a_bad_setting_is_not_restarted(tmp_path: Path, mon
         assert pipeline.workers["assembler"].poll() is None
     [failed] = pipeline.failed()
     assert failed.role == "chunker:window" and failed.restarts == 0
-    assert len(events) == 1 and "bad setting" in events[0] and "STREAMS_METRICS_PORT" in events[0], events
+    assert len(events) == 1 and "bad setting" in events[0] and "STREAMS_WEB_PORT" in events[0], events
 
 
 def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: Path) -> None:
