@@ -74,7 +74,11 @@ _QA_HEADER = re.compile(
 _REMARKS_HEADER = re.compile(r"^(prepared remarks|presentation|opening remarks)\s*:?$", re.I)
 _ROSTER_LINE = re.compile(r"^([A-Z][\w.'’\-]*(?:\s+[A-Za-z][\w.'’\-]*){0,4})\s+[-–—]\s+(.+)$")
 _SPEAKER_PREFIX = re.compile(r"^[AQ]\s+[-–—]\s+")
-_NAME_LINE = re.compile(r"^[A-Z][\w'’\-]*\.?(?:\s+(?:[A-Z][\w'’\-]*\.?|de|van|von|da|del|la|le)){1,4}$")
+# A bare name line: capitalised words, where a word may end in a period only as an initial ("J."), an
+# honorific or suffix ("Dr.", "Jr."), or at the very end ("Jane Doe."). "Yep. OK. Gotcha. Great." is a
+# question's opening line, not a speaker.
+_NAME_WORD = r"(?:[A-Z]\.|(?:Mr|Mrs|Ms|Dr|Jr|Sr|St)\.|[A-Z][\w'’\-]*)"
+_NAME_LINE = re.compile(rf"^{_NAME_WORD}(?:\s+(?:{_NAME_WORD}|de|van|von|da|del|la|le)){{1,4}}\.?$")
 _NOT_NAMES = frozenset(
     {
         "hey",

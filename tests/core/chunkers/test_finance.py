@@ -439,3 +439,62 @@ def test_any_text_gives_valid_ranges_or_chunking_error(chunker: FinanceChunker, 
     except ChunkingError:
         return
     assert all(0 <= d.char_start <= d.char_end <= len(doc.text) for d in drafts)
+
+
+#: Short openings of a question on a line of their own, as transcripts print them.
+OPENINGS = ["Yep. OK. Gotcha. Great.", "Okay. Great.", "Sure. Thanks.", "Great. Thanks so much.", "Got it. Perfect."]
+
+
+def _with_openings(text: str, speakers: set[str]) -> str:
+    """After every line that names one of `speakers`, an opening line from OPENINGS (in turn)."""
+    out, n = [], 0
+    for line in text.split("\n"):
+        out.append(line)
+        if line.strip() in speakers:
+            out.append(OPENINGS[n % len(OPENINGS)])
+            n += 1
+    return "\n".join(out)
+
+
+def _attributed(records: list[ChunkRecord]) -> set[str]:
+    names = set()
+    for r in records:
+        meta = r.metadata or {}
+        names.update(str(v) for k, v in meta.items() if k in {"analyst_name", "speaker"} and v)
+        names.update(str(v) for v in meta.get("answer_speakers") or [])
+        names.update(re.findall(r"^Question \(([^,)]*)", r.text))
+    return names
+
+
+def test_a_short_opening_line_is_never_taken_for_a_speaker(chunker: FinanceChunker) -> None:
+    text = _with_openings(_transcript_text(), {"Jeff Tallis", "Mei-Ling Osei", "Rafael Quintero"})
+    qna = [r for r in _records(chunker, _doc([text], "transcript")) if r.content_type == "qna"]
+    assert [r.metadata["analyst_name"] for r in qna] == [
+        "Jeffrey Tallis",
+        "Jeffrey Tallis",
+        "Mei-Ling Osei",
+        "Rafael Quintero",
+    ]
+    assert not _attributed(qna) & {o.rstrip(".") for o in OPENINGS}
+    assert any(r.text.startswith("Question (Jeffrey Tallis, Harborview Securities): Yep. OK.") for r in qna)
+
+
+@pytest.mark.corpus
+def test_shared_transcripts_with_short_openings_keep_their_speakers(
+    chunker: FinanceChunker, shared_corpora: Path
+) -> None:
+    """Every shared transcript, rewritten with a short opening line after each analyst's name: the same
+    analysts ask the same number of questions, and no opening becomes a name."""
+    checked = 0
+    for path in sorted((shared_corpora / "transcripts").glob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        before = [r for r in _records(chunker, _doc([text], "transcript", name=path.name)) if r.content_type == "qna"]
+        analysts = {r.metadata["analyst_name"] for r in before}
+        if not analysts:
+            continue
+        variant = _with_openings(text, analysts)
+        after = [r for r in _records(chunker, _doc([variant], "transcript", name=path.name)) if r.content_type == "qna"]
+        assert [r.metadata["analyst_name"] for r in after] == [r.metadata["analyst_name"] for r in before], path.name
+        assert not _attributed(after) & {o.rstrip(".") for o in OPENINGS}, path.name
+        checked += 1
+    assert checked >= 20
