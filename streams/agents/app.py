@@ -97,7 +97,7 @@ def make_app(role: str, settings: Settings) -> faust.App:
         datadir=str(settings.data_dir / "faust" / role),
         consumer_auto_offset_reset="earliest",
         broker_commit_every=100,
-        broker_commit_interval=1.0,
+        broker_commit_interval=settings.commit_interval_s,
         stream_wait_empty=False,
         topic_disable_leader=True,
     )

@@ -42,6 +42,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_PROCESSING_GUARANTEE": settings.processing_guarantee,
         "STREAMS_COMPRESSION": settings.compression,
         "STREAMS_PRODUCER_LINGER_MS": str(settings.producer_linger_ms),
+        "STREAMS_COMMIT_INTERVAL_S": str(settings.commit_interval_s),
         "STREAMS_MONGO_URL": settings.mongo_url,
         "STREAMS_MONGO_DATABASE": settings.mongo_database,
         "STREAMS_MONGO_COLLECTION": settings.mongo_collection,
