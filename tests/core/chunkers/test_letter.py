@@ -257,11 +257,15 @@ def test_validate_is_the_seed_check():
             validate(bad)
 
 
-def test_tiny_letter_fails_the_gate_and_empty_returns_nothing(chunker):
+def test_only_what_is_not_a_letter_is_refused_and_empty_returns_nothing(chunker):
     assert chunker.chunk(doc_of("e.txt", ["   \n\n  "])) == []
     with pytest.raises(ChunkingError) as err:
         chunker.chunk(doc_of("tiny_1999.txt", ["We had a fine year."]))
-    assert err.value.code == "letter_validation"
+    assert err.value.code == "letter_too_short" and "150" in str(err.value)
+    figures = "\n".join(f"Item {i}          {i * 7},{i}00        {i * 3}.{i}%" for i in range(1, 12))
+    with pytest.raises(ChunkingError) as err:
+        chunker.chunk(doc_of("figures_2001.txt", [f"Results\n\n{figures}\n"]))
+    assert err.value.code == "letter_no_prose" and "not a letter" in str(err.value)
 
 
 @pytest.mark.parametrize("junk", ["\x00\x01", "* * *\n\n* * *", "....\n1 2 3\n", "[[PAGE_BREAK]]", "#\n##"])

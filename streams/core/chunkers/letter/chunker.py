@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,13 +10,23 @@ from typing import Any, ClassVar
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.letter import enrich, gate
-from streams.core.chunkers.letter.layout import LIST_MARKER, Block, analyse, ends_sentence, is_tabular
+from streams.core.chunkers.letter.layout import (
+    LIST_MARKER,
+    Block,
+    analyse,
+    ends_sentence,
+    is_normal_line,
+    is_tabular,
+)
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.tokenizers import Tokenizer, span_counter
 
 T1_MIN, T1_MAX, T1_TARGET, T2_MIN = 250, 800, 500, 150
+_SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
+# Unit costs add up to within a token or two of the emitted text's count (BPE merges at the seams).
+T1_LIMIT = T1_MAX - 4
 PLACEHOLDER = "[TABLE — see child chunk {}]"
 MONTHS = [
     "January",
@@ -105,7 +116,7 @@ class Piece:
 
 class LetterChunker(Chunker):
     name: ClassVar[str] = "letter"
-    version: ClassVar[str] = "1.0.0"
+    version: ClassVar[str] = "1.1.0"
     metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
 
     def __init__(self, tokenizer: Tokenizer) -> None:
@@ -145,12 +156,27 @@ class _Run:
     def unit_tokens(self, unit: Sequence[Block]) -> int:
         return sum(self.block_tokens(b) for b in unit)
 
+    def unit_costs(self, units: Sequence[Sequence[Block]]) -> list[int]:
+        """Tokens each unit adds to a piece, the gap before it included and a table counted as its
+        placeholder line, so that sums match the emitted text's count (blank lines and indents are tokens)."""
+        costs: list[int] = []
+        prev_end: int | None = None
+        for u in units:
+            cursor = u[0].start if prev_end is None else prev_end
+            total = 0
+            for b in u:
+                if b.kind == "table":
+                    total += (self.count(cursor, b.start) if cursor < b.start else 0) + self.block_tokens(b)
+                    cursor = b.end
+            costs.append(total + (self.count(cursor, u[-1].end) if cursor < u[-1].end else 0))
+            prev_end = u[-1].end
+        return costs
+
     # ---- pipeline -----------------------------------------------------------------------------
     def drafts(self) -> list[ChunkDraft]:
         blocks, _ = analyse(self.text, self.doc.page_map)
         self.blocks = [b for b in blocks if b.kind != "separator"]
-        if not any(b.kind in {"para", "table"} for b in blocks):
-            raise ChunkingError("letter has no body text after the opening performance table", "letter_empty")
+        self._refuse_non_letters(blocks)
         self.year = self._year()
         self.date = self._date()
         sections = self._sections(blocks)
@@ -159,8 +185,27 @@ class _Run:
         for p in pieces:  # labels name pre-merge pieces in merged_from: S<major>.<n>, unique per letter
             per_major[p.major] = per_major.get(p.major, 0) + 1
             p.label = f"S{p.major:02d}.{per_major[p.major]}"
-        pieces = self._merge(pieces)
+        pieces = self._repair(self._merge(pieces))
         return self._emit(pieces)
+
+    def _refuse_non_letters(self, blocks: Sequence[Block]) -> None:
+        """What this strategy refuses, the only input it dead-letters: text with no prose paragraph at all
+        (only figures, headings or tables), and prose too short for the seed's smallest chunk (150 tokens).
+        Anything else is a letter, however it was extracted, and gets chunks."""
+        paras = [b for b in blocks if b.kind == "para"]
+        if not any(b.kind in {"para", "table"} for b in blocks):
+            raise ChunkingError("not a letter: no body text after the opening performance table", "letter_empty")
+        if not any(is_normal_line(ln) for b in paras for ln in b.lines):
+            raise ChunkingError(
+                "not a letter: no prose paragraph, only figures, headings or tables; chunk it with `section`",
+                "letter_no_prose",
+            )
+        prose = sum(self.block_tokens(b) for b in paras)
+        if prose < T2_MIN:
+            raise ChunkingError(
+                f"not a letter: {prose} tokens of prose, fewer than the {T2_MIN} of seed 000's smallest chunk",
+                "letter_too_short",
+            )
 
     def _year(self) -> int:
         meta = self.doc.metadata
@@ -241,6 +286,8 @@ class _Run:
     def _topic_changed(self, before: Block, after: Block) -> bool:
         if after.kind != "para" or not ends_sentence(before.lines[-1]):
             return False
+        if LIST_MARKER.match(after.lines[0].strip()):  # a list that runs on to the next page is one topic
+            return False
         a, b = (
             _content_words(self.text[before.start : before.end]),
             _content_words(self.text[after.start : after.end]),
@@ -262,12 +309,33 @@ class _Run:
                 glue_next = part.kind == "header"
         return units
 
+    def _finer(self, unit: list[Block]) -> list[list[Block]]:
+        """A unit as one unit per sentence of its last paragraph (a heading before it stays with the first
+        sentence, a signature after it with the last); a unit without a paragraph as it is."""
+        at = max((i for i, x in enumerate(unit) if x.kind == "para"), default=None)
+        if at is None:
+            return [unit]
+        b = unit[at]
+        body = self.text[b.start : b.end]
+        cuts = [0, *(m.end() for m in _SENTENCE_CUT.finditer(body)), len(body)]
+        parts = []
+        for lo, hi in itertools.pairwise(cuts):
+            piece = body[lo:hi].rstrip()
+            if piece.strip():
+                parts.append([Block("para", b.first, b.last, b.start + lo, b.start + lo + len(piece),
+                                    lines=piece.split("\n"))])  # fmt: skip
+        if not parts:
+            return [unit]
+        parts[0] = [*unit[:at], *parts[0]]
+        parts[-1] = [*parts[-1], *unit[at + 1 :]]  # a signature stays with the last sentence
+        return parts
+
     def _sentence_parts(self, b: Block) -> list[Block]:
         """A paragraph above the T1 maximum splits at the sentence boundary nearest the target."""
         if self.block_tokens(b) <= T1_MAX:
             return [b]
         body = self.text[b.start : b.end]
-        cuts = [m.end() for m in re.finditer(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])", body)]
+        cuts = [m.end() for m in _SENTENCE_CUT.finditer(body)]
         best, best_gap = None, None
         for c in cuts:
             gap = abs(self.count(b.start, b.start + c) - T1_TARGET)
@@ -285,10 +353,19 @@ class _Run:
         units = self._units(section)
         pieces: list[Piece] = []
         while units:
-            tokens = [self.unit_tokens(u) for u in units]
+            tokens = self.unit_costs(units)
             cut = len(units)
-            if sum(tokens) > T1_MAX and len(units) > 1:
-                cut = self._nearest_cut(units, tokens, T1_TARGET)
+            if sum(tokens) > T1_LIMIT:
+                found = self._nearest_cut(units, tokens, T1_TARGET, left_high=T1_LIMIT)
+                if found is None:  # no clean paragraph cut keeps the piece within 800: try sentence ends
+                    finer = [f for u in units for f in self._finer(u)]
+                    fine = self.unit_costs(finer)
+                    found = self._nearest_cut(finer, fine, T1_TARGET, T2_MIN, left_high=T1_LIMIT)
+                    if found is not None:
+                        units, tokens = finer, fine
+                if found is None:
+                    found = self._nearest_cut(units, tokens, T1_TARGET)
+                cut = found or len(units)
             chunk_units, units = units[:cut], units[cut:]
             label = f"S{section.major:02d}.{len(pieces) + 1}"
             pieces.append(Piece(section.major, section.title, section.hierarchy, chunk_units, sum(tokens[:cut]), label))
@@ -296,13 +373,28 @@ class _Run:
             pieces[-1].section_final = True
         return pieces
 
-    @staticmethod
-    def _nearest_cut(units: Sequence[list[Block]], tokens: Sequence[int], target: int) -> int:
-        best, best_gap, running = 1, None, 0
+    def _nearest_cut(
+        self,
+        units: Sequence[list[Block]],
+        tokens: Sequence[int],
+        target: int,
+        low: int = 0,
+        high: int | None = None,
+        left_high: int | None = None,
+    ) -> int | None:
+        """The allowed cut nearest `target` tokens whose two sides both hold `low` to `high` tokens (the left
+        one at most `left_high`), or None when no cut is allowed: an over-long piece is better than one that
+        breaks a sentence or a list."""
+        best, best_gap, running, total = None, None, 0, sum(tokens)
+        cut_allowed, floor = self._cut_allowed, units[0][0].start
         for k in range(1, len(units)):
             running += tokens[k - 1]
-            if not _cut_allowed(units[k - 1], units[k]):
+            if not cut_allowed(units[k - 1], units[k], floor):
                 continue
+            if min(running, total - running) < low or (high is not None and max(running, total - running) > high):
+                continue
+            if left_high is not None and running > left_high:
+                break
             gap = abs(running - target)
             if best_gap is None or gap < best_gap:
                 best, best_gap = k, gap
@@ -350,23 +442,32 @@ class _Run:
             a.title,
             a.hierarchy,
             a.units + b.units,
-            a.tokens + b.tokens,
+            sum(self.unit_costs(a.units + b.units)),  # the gap between them counts (page furniture, blanks)
             a.label,
             section_final=b.section_final,
             merged_from=sources,
             boundary_note=notes,
         )
 
-    def _rebalance(self, p: Piece) -> list[Piece]:
-        """A merge above 800 tokens re-splits near its middle when both halves stay >= 250."""
-        if p.tokens <= T1_MAX or len(p.units) < 2:
+    def _rebalance(self, p: Piece, low: int = T1_MIN) -> list[Piece]:
+        """A join above 800 tokens re-splits at the allowed cut nearest its middle that leaves both halves
+        within `low`-800 tokens; when no paragraph boundary does, at a sentence end inside a paragraph.
+        The merge tree keeps `low` at 250, or it would undo its own merge."""
+        if p.tokens <= T1_LIMIT:
             return [p]
-        tokens = [self.unit_tokens(u) for u in p.units]
-        cut = self._nearest_cut(p.units, tokens, p.tokens // 2)
+        units, how = p.units, ""
+        tokens = self.unit_costs(units)
+        cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, T1_LIMIT)
+        if cut is None:
+            units, how = [f for u in p.units for f in self._finer(u)], " at a sentence end inside a paragraph"
+            tokens = self.unit_costs(units)
+            cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, T1_LIMIT)
+        if cut is None:
+            return [p]
+        p = Piece(p.major, p.title, p.hierarchy, units, p.tokens, p.label, p.section_final, p.merged_from,
+                  p.boundary_note, p.exception)  # fmt: skip
         left, right = sum(tokens[:cut]), sum(tokens[cut:])
-        if left < T1_MIN or right < T1_MIN:
-            return [p]
-        note = (p.boundary_note or "") + f"; rebalanced {p.tokens} tokens into {left} + {right}"
+        note = (p.boundary_note or "") + f"; rebalanced {p.tokens} tokens into {left} + {right}{how}"
         first = Piece(
             p.major,
             p.title,
@@ -391,6 +492,59 @@ class _Run:
             boundary_note=note,
         )
         return [first, second]
+
+    def _cut_allowed(self, before: Sequence[Block], after: Sequence[Block], floor: int) -> bool:
+        """Never between items of one list, nor after a lead-in that ends with a colon, nor mid-sentence."""
+        if _colon(before):
+            return False
+        first, last = after[0], before[-1]
+        if (
+            first.kind == "para"
+            and last.kind == "para"
+            and LIST_MARKER.match(first.lines[0].strip())
+            and LIST_MARKER.match(last.lines[0].strip())
+        ):
+            return False
+        return self._bad_cut(before, after, floor) is None
+
+    def _bad_cut(self, before: Sequence[Block], after: Sequence[Block], floor: int) -> str | None:
+        """The gate's §5.2 verdict on a cut between two runs of blocks (a table ends in its placeholder), for
+        a chunk that would start at `floor`."""
+        last, first = before[-1], after[0]
+        if last.kind in {"table", "signature"}:
+            return None
+        start = self._para_start(last.start, floor)
+        return gate.bad_cut(self.text[start : last.end], self.text[first.start : first.end], False)
+
+    def _para_start(self, pos: int, floor: int) -> int:
+        """Start of the paragraph (text after the last blank line) holding `pos`, not before `floor`: the gate
+        judges a chunk's last line and last paragraph, so a sentence cut is judged with what precedes it."""
+        text = self.text
+        line = text.rfind("\n", 0, pos) + 1
+        while line > floor:
+            prev = text.rfind("\n", 0, line - 1) + 1
+            if not text[prev : line - 1].strip():
+                break
+            line = prev
+        return max(line, floor)
+
+    def _repair(self, pieces: list[Piece]) -> list[Piece]:
+        """§5.2 describes what the output must be, so a cut that would end mid-sentence or split a list
+        (a heading mistaken mid-sentence, a page break inside a list) is undone: the two pieces join,
+        and a join above 800 tokens re-splits only at a clean cut."""
+        i = 0
+        while i + 1 < len(pieces):
+            a, b = pieces[i], pieces[i + 1]
+            why = self._bad_cut(a.units[-1], b.units[0], a.blocks[0].start)
+            if why is None:
+                i += 1
+                continue
+            joined = self._join(a, b, f"joined {b.label} to {a.label}: the cut between them {why}")
+            joined.exception = None
+            parts = self._rebalance(joined, T2_MIN)
+            pieces[i : i + 2] = parts
+            i += len(parts) - 1
+        return pieces
 
     def _exempt(self, p: Piece) -> bool:
         """§4: a short mistake confession or principle statement with a complete thought stays alone."""
@@ -467,15 +621,21 @@ class _Run:
         lo -= 1 if lead else 0
         hi += 1 if interp else 0
         context = ["lead-in"] * lead + ["interpretation"] * interp
+        if not context:  # a heading or another table between: reach for the nearest paragraph (§5.2)
+            near = self._nearest_para(i)
+            if near is not None:
+                lo, hi = min(lo, near), max(hi, near)
+                context = ["nearby paragraph"]
         absorbed = 0
+        grows = {"para", "table", "header"}
         while self.count(self.blocks[lo].start, self.blocks[hi].end) < T2_MIN:
             grew = False
-            if lo > 0 and self.blocks[lo - 1].kind in {"para", "table"}:
+            if lo > 0 and self.blocks[lo - 1].kind in grows:
                 lo, grew = lo - 1, True
             if self.count(self.blocks[lo].start, self.blocks[hi].end) >= T2_MIN:
                 absorbed += grew
                 break
-            if hi + 1 < len(self.blocks) and self.blocks[hi + 1].kind in {"para", "table"}:
+            if hi + 1 < len(self.blocks) and self.blocks[hi + 1].kind in grows:
                 hi, grew = hi + 1, True
             if not grew:
                 break
@@ -495,6 +655,16 @@ class _Run:
         )
         draft = ChunkDraft(text, start, end, p.hierarchy, "financial_table", meta, (t2_id,), tokens=meta["token_count"])
         return meta, draft
+
+    def _nearest_para(self, i: int, reach: int = 3) -> int | None:
+        """The paragraph nearest block i across headings and tables, the one before preferred."""
+        for step in (-1, 1):
+            for k in range(i + step, i + step * (reach + 1), step):
+                if not 0 <= k < len(self.blocks) or self.blocks[k].kind == "signature":
+                    break
+                if self.blocks[k].kind == "para":
+                    return k
+        return None
 
     def _meta(
         self,
@@ -518,7 +688,7 @@ class _Run:
         facts = Facts(
             key=cid,
             year=self.year,
-            topic=_topic(p.title, table, themes),
+            topics=_topics(p.title, table, themes),
             tier=tier,
             content_type=ctype,
             companies=ents["companies"][:3],
@@ -581,16 +751,38 @@ class _Run:
             raise ChunkingError(f"letter validation failed: {shown}", "letter_validation")
 
 
-def _topic(title: str, table: dict[str, Any] | None, themes: Sequence[str]) -> str:
+def _topics(title: str, table: dict[str, Any] | None, themes: Sequence[str]) -> list[str]:
+    """What a summary may name as the chunk's subject, most specific first. A subject is never a row of
+    figures, never 8 or more words (the heading is in the chunk, so it would be copied verbatim) and never
+    ends on a cut word; the last candidates name only the themes, so one always fits."""
+    out: list[str] = []
     if table:
-        name = table["table_name"].strip().rstrip(":")
-        words = name.split()
-        if 1 <= len(words) <= 7 and not is_tabular(name):
-            return _lower_title(name)
-        return f"figures on {themes[0]}" if themes else "Berkshire's operating figures"
-    if title in {"Introduction", "Postscript"}:
-        return f"{themes[0]} and the year's results" if themes else "Berkshire's results and outlook"
-    return _lower_title(title)
+        out.append(_phrase(table["table_name"]))
+        if themes:
+            out.append(f"figures on {themes[0]}")
+        out.append("Berkshire's operating figures")
+    elif title in {"Introduction", "Postscript"}:
+        out.append(f"{themes[0]} and the year's results" if themes else "Berkshire's results and outlook")
+    else:
+        out += [_phrase(title), _phrase(re.sub(r"\s*[(\[].*$", "", title), limit=5)]
+        if themes:
+            out.append(f"Berkshire's thinking on {themes[0]}")
+    out.append(f"{themes[0]} at Berkshire" if themes else "Berkshire's affairs that year")
+    return [t for t in dict.fromkeys(out) if t]
+
+
+def _phrase(raw: str, limit: int = 7) -> str:
+    """A title or table name as a noun phrase for a summary, or "" when it is not one."""
+    words = [w for w in re.split(r"\s+", re.sub(r"\.{2,}|…|[|*_#]", " ", raw).strip().rstrip(":")) if w]
+    words = [w for w in words if re.search(r"[A-Za-z]{2}", w) and not re.search(r"\d", w)]
+    while words and (words[-1].lower() in _TRAILING or words[-1].endswith("-")):
+        words.pop()
+    if not 1 <= len(words) <= limit or (is_tabular(raw) and len(words) < 2):
+        return ""
+    return _lower_title(" ".join(words))
+
+
+_TRAILING = {"the", "of", "and", "to", "a", "an", "in", "for", "with", "or", "on", "by", "at", "as", "&", "-"}
 
 
 def _lower_title(title: str) -> str:
@@ -701,17 +893,6 @@ def _content_words(text: str) -> set[str]:
 def _colon(unit: Sequence[Block]) -> bool:
     last = unit[-1]
     return last.kind == "para" and last.lines[-1].rstrip().endswith(":")
-
-
-def _cut_allowed(before: Sequence[Block], after: Sequence[Block]) -> bool:
-    """Never between items of one list, nor after a lead-in that ends with a colon."""
-    if _colon(before):
-        return False
-    first = after[0]
-    last = before[-1]
-    if first.kind == "para" and last.kind == "para":
-        return not (LIST_MARKER.match(first.lines[0].strip()) and LIST_MARKER.match(last.lines[0].strip()))
-    return True
 
 
 def seed_object(content: str, metadata: dict[str, Any]) -> dict[str, Any]:

@@ -83,12 +83,31 @@ def _last_line(content: str) -> str:
 _DANGLING = re.compile(r"(?:[,\-–—]|\b(?:the|of|and|to|a|an|in|for|with|or|by|that|which))$", re.I)
 
 
+_NOTE_MARK = re.compile(r"(?:[*†‡¹²³]|\(\d\))+$")
+_PROSE_WORD = re.compile(r"\b[a-z]{2,}\b")
+
+
 def _clean_end(content: str, next_content: str, is_signature_end: bool) -> bool:
-    """Mid-sentence: the text stops on a dangling word, or the next chunk resumes in lowercase."""
-    last = _last_line(content)
+    """Mid-sentence: the text stops on a dangling word, the next chunk resumes in lowercase, or a line of
+    prose stops without closing its sentence. A list item or footnote, a heading, a rule or a row of
+    figures closes no sentence and needs no full stop."""
+    last = _NOTE_MARK.sub("", _last_line(content)).rstrip()
     if is_signature_end or ends_sentence(last) or PLACEHOLDER.match(last):
         return True
-    return not _DANGLING.search(last) and not next_content.lstrip()[:1].islower()
+    if _DANGLING.search(last) or next_content.lstrip()[:1].islower():
+        return False
+    last_para = re.split(r"\n[ \t]*\n", content.strip())[-1].strip()
+    return bool(LIST_MARKER.match(last_para)) or len(_PROSE_WORD.findall(last)) < 4
+
+
+def bad_cut(content: str, next_content: str, is_signature_end: bool) -> str | None:
+    """Why a cut between two tier-1 texts breaks §5.2 ("ends mid-sentence", "splits a numbered list"),
+    or None when it is clean. The chunker asks before it cuts; the gate asks again after."""
+    if not _clean_end(content, next_content, is_signature_end):
+        return "ends mid-sentence"
+    if LIST_MARKER.match(next_content.lstrip()) and LIST_MARKER.match(_last_line(content).lstrip()):
+        return "splits a numbered list"
+    return None
 
 
 def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) -> list[str]:
@@ -102,13 +121,10 @@ def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) 
         cid = c["chunk_id"]
         if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
             problems.append(f"{cid}: {m['token_count']} tokens < {MIN_TOKENS} without standalone_exception")
-        if idx + 1 < len(t1) and not _clean_end(c["content"], t1[idx + 1][0]["content"], sig):
-            problems.append(f"{cid}: ends mid-sentence")
         if idx + 1 < len(t1):
-            nxt = t1[idx + 1][0]["content"].lstrip()
-            last = _last_line(c["content"])
-            if LIST_MARKER.match(nxt) and LIST_MARKER.match(last.lstrip()):
-                problems.append(f"{cid}: splits a numbered list")
+            why = bad_cut(c["content"], t1[idx + 1][0]["content"], sig)
+            if why:
+                problems.append(f"{cid}: {why}")
         prev = summaries.get(m["contextual_summary"])
         if prev:
             problems.append(f"{cid}: duplicate contextual_summary of {prev}")

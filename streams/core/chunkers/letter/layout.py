@@ -40,8 +40,12 @@ NUMERIC_TOKEN = re.compile(r"^[\$(]*[-–]?\$?\.?\d[\d,.]*%?\)?%?\*?$")
 SENTENCE_PUNCT = re.compile(r"[A-Za-z)\]”\"’'][.?!](?:\s|$|[”\"’')])")
 ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z’'\-]*")
 ALIGNED = re.compile(r"\S(?: {2,}|\t)\S")
-LIST_MARKER = re.compile(r"^(?:\(?[a-z0-9]{1,2}\)|\d{1,2}\.|[•\-–*]\s)")
-TERMINAL_END = re.compile(r"[.?!:;”\"’')\]]$")
+# "1." never before a digit: "2.357" in a column of figures is not a list item ("5.*" is).
+LIST_MARKER = re.compile(r"^(?:\(?[a-z0-9]{1,2}\)|\d{1,2}\.(?!\d)|[•\-–*]\s)")
+FOLIO = re.compile(r"^(?:page\s+\d{1,3}(?:\s+of\s+\d{1,3})?|\d{1,3}\s+of\s+\d{1,3})$", re.I)
+# A closing quote or bracket ends a sentence only after its punctuation or on its own: "shareholders’"
+# (a possessive at a line end) does not.
+TERMINAL_END = re.compile(r"(?:[.?!:;][”\"’')\]]*|(?<![A-Za-z])[’']|[”\")\]])$")
 DANGLING_END = {"the", "of", "and", "to", "a", "an", "in", "for", "with", "or", "on", "by", "at", "as"}
 
 
@@ -171,12 +175,46 @@ def classify_lines(lines: Sequence[Line], begin: int) -> None:
             ln.kind = "blank"
         elif s == PAGE_MARKER:
             ln.kind = "marker"
-        elif (PAGE_NUMBER.match(s) and ln.indent >= 8) or (PAGE_NUMBER.match(s) and len(s) <= 3 and s.isdigit()):
+        elif (PAGE_NUMBER.match(s) and (ln.indent >= 8 or (len(s) <= 3 and s.isdigit()))) or FOLIO.match(s):
             ln.kind = "pagenum"
         elif SEPARATOR.match(s):
             ln.kind = "separator"
         elif ("Buffett" in ln.raw and SIGNATURE.search(ln.raw) and len(s.split()) <= 8) or CHAIRMAN.match(s):
             ln.kind = "signature"
+
+
+def mark_running_lines(lines: Sequence[Line], begin: int, page_starts: set[int]) -> None:
+    """Running headers and footers ("BERKSHIRE HATHAWAY INC.", "Page 3 of the Annual Report") become page
+    furniture: a short line that recurs, figures aside, three or more times, mostly next to a page break.
+    Left as text, such a line reads as a heading and cuts the sentence it interrupts."""
+    boundary = {ln.idx for ln in lines[begin:] if ln.kind in {"marker", "pagenum"}} | page_starts
+    if not boundary:
+        return
+    groups: dict[str, list[int]] = {}
+    for ln in lines[begin:]:
+        s = ln.text
+        if ln.kind == "text" and len(s) <= 80 and len(s.split()) <= 10 and not is_tabular(s):
+            groups.setdefault(re.sub(r"\d+", "#", s.lower()), []).append(ln.idx)
+    for idxs in groups.values():
+        if len(idxs) < 3:
+            continue
+        near = sum(1 for i in idxs if _near(lines, i, boundary))
+        if 2 * near >= len(idxs):
+            for i in idxs:
+                lines[i].kind = "pagenum"
+
+
+def _near(lines: Sequence[Line], i: int, boundary: set[int], reach: int = 2) -> bool:
+    """Whether a page boundary lies within `reach` non-blank lines of line i (either side)."""
+    for step in (-1, 1):
+        j, seen = i, 0
+        while 0 <= j < len(lines) and seen <= reach:
+            if j in boundary or (j + 1 in boundary and step == 1 and j == i):
+                return True
+            j += step
+            if 0 <= j < len(lines) and lines[j].text:
+                seen += 1
+    return i in boundary
 
 
 def _prev_content(lines: Sequence[Line], i: int, begin: int) -> Line | None:
@@ -240,6 +278,14 @@ def detect_tables(lines: Sequence[Line], begin: int) -> list[tuple[int, int]]:
     i = begin
     while i < len(lines):
         ln = lines[i]
+        if ln.kind == "text" and not is_tabular(ln.text) and (i == begin or not _cell(lines[i - 1])):
+            last = _cell_run(lines, i)
+            if last is not None:
+                for x in lines[i : last + 1]:
+                    x.kind = "table"
+                tables.append((i, last))
+                i = last + 1
+                continue
         if ln.kind != "text" or not is_tabular(ln.text):
             i += 1
             continue
@@ -255,6 +301,28 @@ def detect_tables(lines: Sequence[Line], begin: int) -> list[tuple[int, int]]:
         else:
             i += 1
     return tables
+
+
+_RULE = set("-=_ ")
+
+
+def _cell(line: Line) -> bool:
+    """A line that can be one cell of a table extracted one cell per line: short and not prose."""
+    s = line.text
+    return line.kind == "text" and 0 < len(s) <= 40 and len(s.split()) <= 6 and not is_normal_line(s)
+
+
+def _cell_run(lines: Sequence[Line], i: int) -> int | None:
+    """Last line of a table whose cells came out one per line (text extraction that loses the columns):
+    eight or more cell lines in a row, at least half of them figures or rules. The seed's two patterns
+    need two figures on a line, which such a table never has."""
+    j, figures = i, 0
+    while j < len(lines) and _cell(lines[j]):
+        s = lines[j].text
+        figures += numeric_tokens(s) >= 1 or set(s) <= _RULE
+        j += 1
+    rows = j - i
+    return j - 1 if rows >= 8 and figures >= 4 and 2 * figures >= rows else None
 
 
 def _extend_back(lines: Sequence[Line], i: int, begin: int) -> int:
@@ -413,6 +481,7 @@ def analyse(text: str, page_map: Sequence[PageSpan]) -> tuple[list[Block], int]:
     page_starts = page_start_lines(lines, page_map)
     begin = skip_performance_table(lines, page_starts)
     classify_lines(lines, begin)
+    mark_running_lines(lines, begin, page_starts)
     detect_headers(lines, begin)
     detect_tables(lines, begin)
     blocks = build_blocks(lines, begin, page_starts)
