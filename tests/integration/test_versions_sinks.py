@@ -195,7 +195,7 @@ def test_unchanged_chunks_are_not_re_embedded(forward: dict) -> None:
         1: {r.content_hash for r in records if r.amendment_number == 1},
     }
     unchanged = hashes[0] & hashes[1]
-    assert len(unchanged) > len(hashes[1] - hashes[0]), "the amendment changes a few lines only"
+    assert unchanged and hashes[1] - hashes[0], "the amendment changes some chunks and leaves others as they were"
     stats = forward["stats"]
     assert stats.embedded == len(hashes[0] | hashes[1])
     assert stats.reused >= len(unchanged)

@@ -19,6 +19,7 @@ File filtering (`file_filter_decision`) is a pure function the agent applies at 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -70,6 +71,10 @@ _KEYWORDS_LOW = re.compile(
     + rf"|(?P<{_FLAG_ONLY}>required|mandatory))\b"
 )
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
+# Seed 002 phase 2, as written: a chunk that contains `|`, a tab, pricing, CLIN or line item is a table.
+_SEED_TABLE = re.compile(r"[|\t]|\b(?:pricing|clin|line item)\b", re.I)
+_SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
+FRAGMENT_TOKENS = 30
 
 
 def _leading_literal(alternative: str) -> str:
@@ -261,6 +266,51 @@ class _Section:
     body_start: int
     end: int
     section_type: str = "other"
+
+
+@dataclass
+class _Piece:
+    """A chunk in the making: its range, the sections it covers and their share of its tokens."""
+
+    span: Span
+    is_table: bool
+    requirement_flag: bool
+    sections: list[_Section]
+    tokens: int
+    seed_table: bool = False  # a table by seed 002's wording rule (|, tab, pricing, CLIN, line item)
+    shares: list[int] | None = None  # tokens per section, in `sections` order
+
+    def joins(self, other: _Piece) -> bool:
+        """Only prose with prose that the seed's table rule treats alike: a merge never spreads "pricing"
+        into a chunk that would then leave the vector store."""
+        return not self.is_table and not other.is_table and self.seed_table == other.seed_table
+
+    def absorb(self, other: _Piece, tokens: int, keywords: _Keywords) -> _Piece:
+        shares = (self.shares or [self.tokens]) + (other.shares or [other.tokens])
+        sections = self.sections + other.sections
+        flag = self.requirement_flag or other.requirement_flag or keywords.in_piece(self.span[0], other.span[1])
+        seed_table = self.is_table or _SEED_TABLE.search(keywords.text, self.span[0], other.span[1]) is not None
+        return _Piece((self.span[0], other.span[1]), self.is_table, flag, sections, tokens, seed_table, shares)
+
+    def part(self, span: Span, tokens: int, keywords: _Keywords) -> _Piece:
+        """A re-packed part: the sections whose headings it covers, else the one it lies in."""
+        inside = [x for x in self.sections if span[0] <= x.start < span[1]]
+        owner = max((x for x in self.sections if x.start <= span[0]), key=lambda x: x.start, default=self.sections[0])
+        sections = inside if inside and inside[0].start <= span[0] else [owner, *inside]
+        seed_table = self.is_table or _SEED_TABLE.search(keywords.text, *span) is not None
+        return _Piece(span, self.is_table, keywords.in_piece(*span), sections or [owner], tokens, seed_table)
+
+    def section_type(self, body: str) -> str:
+        """The type of the section that holds most of the chunk's tokens, "other" only when none has a
+        type; shall/must in an untyped chunk makes it a requirement (seed 002's requirement keywords)."""
+        shares = self.shares or [self.tokens] * len(self.sections)
+        typed: dict[str, int] = {}
+        for section, share in zip(self.sections, shares, strict=False):
+            if section.section_type != "other":
+                typed[section.section_type] = typed.get(section.section_type, 0) + share
+        if typed:
+            return max(typed, key=lambda t: (typed[t], -SECTION_TYPES.index(t)))
+        return "requirement" if _SHALL.search(body) else "other"
 
 
 def _is_tabular(line: str) -> bool:
@@ -474,15 +524,20 @@ def _segments(text: str, start: int, end: int) -> list[tuple[Span, bool]]:
 
 class SectionChunker(Chunker):
     name = "section"
-    version = "1.0.0"
+    version = "1.1.0"
     metadata_record = "streams.meta.SectionMetadata"
 
-    def __init__(self, tokenizer: Tokenizer, min_tokens: int = 400, max_tokens: int = 600) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, min_tokens: int = 400, max_tokens: int = 600, fragment_tokens: int = FRAGMENT_TOKENS
+    ) -> None:
         super().__init__(tokenizer)
         if not 0 < min_tokens <= max_tokens:
             raise ValueError("need 0 < min_tokens <= max_tokens")
+        if not 0 <= fragment_tokens <= min_tokens:
+            raise ValueError("need 0 <= fragment_tokens <= min_tokens")
         self.min_tokens = min_tokens
         self.max_tokens = max_tokens
+        self.fragment_tokens = fragment_tokens
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         text = doc.text
@@ -494,11 +549,17 @@ class SectionChunker(Chunker):
         drafts: list[ChunkDraft] = []
         counter = span_counter(self.tokenizer, text)
         keywords = _Keywords(text)
+        pieces: list[_Piece] = []
         for section in sections:
             heading = section.path[-1] if section.path else ""
             section.section_type = keywords.classify(heading, section.body_start, section.end)
             for span, is_table, requirement_flag in self._pieces(text, section, counter, keywords):
-                drafts.append(self._draft(text, section, span, is_table, requirement_flag, headings != []))
+                seed_table = is_table or _SEED_TABLE.search(text, *span) is not None
+                pieces.append(_Piece(span, is_table, requirement_flag, [section], counter(*span), seed_table))
+        pieces = self._merge_runs(self._no_fragments(text, self._merge_runs(pieces, counter, keywords), counter,
+                                                     keywords), counter, keywords)  # fmt: skip
+        for piece in pieces:
+            drafts.append(self._draft(text, piece, headings != []))
         return [
             ChunkDraft(
                 text=d.text,
@@ -563,16 +624,83 @@ class SectionChunker(Chunker):
                     return True
         return False
 
-    def _draft(
-        self, text: str, section: _Section, span: Span, is_table: bool, requirement_flag: bool, has_headings: bool
-    ) -> ChunkDraft:
-        s, e = span
+    def _merge_runs(self, pieces: list[_Piece], counter: SpanCount, keywords: _Keywords) -> list[_Piece]:
+        """Target 400-600: a text piece under `min_tokens` absorbs the next text pieces, across section
+        boundaries, while the union stays within `max_tokens` (a short section is a heading and a line or
+        two: a form field, a cover-page label); a short last piece of a run joins backward."""
+        out: list[_Piece] = []
+        for piece in pieces:
+            prev = out[-1] if out else None
+            if prev is not None and prev.joins(piece) and prev.tokens < self.min_tokens:
+                joined = counter(prev.span[0], piece.span[1])
+                if joined <= self.max_tokens:
+                    out[-1] = prev.absorb(piece, joined, keywords)
+                    continue
+            out.append(piece)
+        # A short last piece of a run joins backward when it fits.
+        merged: list[_Piece] = []
+        for piece in out:
+            prev = merged[-1] if merged else None
+            if prev is not None and prev.joins(piece) and piece.tokens < self.min_tokens:
+                joined = counter(prev.span[0], piece.span[1])
+                if joined <= self.max_tokens:
+                    merged[-1] = prev.absorb(piece, joined, keywords)
+                    continue
+            merged.append(piece)
+        return merged
+
+    def _no_fragments(self, text: str, pieces: list[_Piece], counter: SpanCount, keywords: _Keywords) -> list[_Piece]:
+        """A piece under 30 tokens joins a neighbour and the pair is packed again, so it never stands alone
+        and 600 stays a hard limit. A two-line "table" between prose is prose."""
+        out = list(pieces)
+        i = 0
+        while i < len(out):
+            piece = out[i]
+            if piece.tokens >= self.fragment_tokens or len(out) == 1:
+                i += 1
+                continue
+            near = [k for k in (i + 1, i - 1) if 0 <= k < len(out)]
+            if piece.is_table and not any(out[k].is_table for k in near):
+                seed_table = _SEED_TABLE.search(text, *piece.span) is not None
+                piece = out[i] = dataclasses.replace(piece, is_table=False, seed_table=seed_table)
+            # Prose of its kind first, then anything that fits (a table's header line joins its table).
+            near.sort(key=lambda k: (not piece.joins(out[k]), out[k].is_table != piece.is_table))
+            unions = []
+            for k in near:
+                a, b = sorted((i, k))
+                union = out[a].absorb(out[b], counter(out[a].span[0], out[b].span[1]), keywords)
+                unions.append((a, b, dataclasses.replace(union, is_table=out[a].is_table or out[b].is_table)))
+            fits = next((u for u in unions if u[2].tokens <= self.max_tokens), None)
+            if fits is not None:
+                a, b, union = fits
+                out[a : b + 1] = [union]
+                i = a
+                continue
+            a, b, union = unions[0]
+            units = paragraph_spans(text, *union.span) if not union.is_table else line_spans(text, *union.span)
+            spans = pack_spans(text, [u for u in units if u[1] > u[0]], self.tokenizer.count, self.min_tokens,
+                               self.max_tokens, span_count=counter)  # fmt: skip
+            if spans == [out[a].span, out[b].span]:  # packing cannot do better: leave it and move on
+                i += 1
+                continue
+            repacked = [union.part(sp, counter(*sp), keywords) for sp in spans]
+            out[a : b + 1] = repacked
+            i = a + len(repacked) if all(p.tokens >= self.fragment_tokens for p in repacked) else a + 1
+        return out
+
+    def _draft(self, text: str, piece: _Piece, has_headings: bool) -> ChunkDraft:
+        s, e = piece.span
         body = text[s:e]
+        section = piece.sections[0]
         heading = section.path[-1] if section.path else ""
-        section_type = section.section_type
+        section_type = piece.section_type(body)
+        seed_table = _SEED_TABLE.search(body)
+        is_table = piece.is_table or seed_table is not None
         table_kind = ""
         if is_table:
             table_kind = "pricing_table" if _PRICING.search(body) or _PRICING.search(heading) else "table"
+        requirement_flag = piece.requirement_flag
+        names = list(dict.fromkeys(x.path[-1] for x in piece.sections if x.path))
         return ChunkDraft(
             text=body,
             char_start=s,
@@ -586,6 +714,10 @@ class SectionChunker(Chunker):
                 "requirement_flag": requirement_flag,
                 "is_table": is_table,
                 "table_kind": table_kind,
+                "table_reason": ""
+                if not is_table
+                else ("layout" if piece.is_table else f"mentions {seed_table.group(0)!r}"),
+                "merged_sections": names[1:],
                 "structure": "headings" if has_headings else "paragraph_fallback",
             },
         )

@@ -36,6 +36,12 @@ def chunker() -> SectionChunker:
     return SectionChunker(get_tokenizer())
 
 
+@pytest.fixture(scope="module")
+def per_section() -> SectionChunker:
+    """No merging of short sections: one chunk per section, to test detection and classification."""
+    return SectionChunker(get_tokenizer(), min_tokens=1, fragment_tokens=0)
+
+
 def _doc(texts: list[str], name: str = "harbor_rfp_statement_of_work.md", **meta: str) -> AssembledDocument:
     return assemble(
         [
@@ -108,12 +114,12 @@ def test_classification_keywords() -> None:
 
 
 @pytest.mark.parametrize("word", ["SHALL", "\u017fhall", "S\u0130GNAL shall"])
-def test_keywords_match_as_re_i_does_also_where_lower_disagrees(chunker: SectionChunker, word: str) -> None:
+def test_keywords_match_as_re_i_does_also_where_lower_disagrees(per_section: SectionChunker, word: str) -> None:
     """Keywords are found on the lowered text unless a code point folds differently under lower() and
     re.I (the long s is "s" to re.I only; the dotted I lowers to two code points): then re.I decides."""
     body = f"BACKGROUND\n\nThe crew {word} log every pole. Criteria are scored. Evaluation is weekly."
     doc = _doc([body + "\n\nNOTES\n\nThe port was built in 1910."])
-    drafts = {d.metadata["section_name"]: d for d in chunker.chunk(doc)}
+    drafts = {d.metadata["section_name"]: d for d in per_section.chunk(doc)}
     assert drafts["BACKGROUND"].metadata["requirement_flag"] is True
     assert drafts["BACKGROUND"].metadata["section_type"] == "evaluation_criteria"
     assert drafts["NOTES"].metadata["section_type"] == "other"
@@ -121,9 +127,9 @@ def test_keywords_match_as_re_i_does_also_where_lower_disagrees(chunker: Section
     assert all(d.text == doc.text[d.char_start : d.char_end] for d in drafts.values())
 
 
-def test_rfp_sections_types_and_flags(chunker: SectionChunker) -> None:
+def test_rfp_sections_types_and_flags(per_section: SectionChunker) -> None:
     doc = _doc([_rfp()], notice_id="EAST-2025-017")
-    records = _records(chunker, doc)
+    records = _records(per_section, doc)
     by_name = {r.metadata["section_name"]: r for r in records if not r.metadata["is_table"]}
     assert by_name["SECTION 1: SCOPE OF WORK"].metadata["section_type"] == "scope_of_work"
     req = by_name["SECTION 2: REQUIREMENTS"]
@@ -141,19 +147,24 @@ def test_rfp_sections_types_and_flags(chunker: SectionChunker) -> None:
     _assert_requirements_flagged(doc, records)
 
 
-def test_pricing_table_is_its_own_chunk(chunker: SectionChunker) -> None:
+def test_pricing_table_is_its_own_chunk(per_section: SectionChunker) -> None:
     doc = _doc([_rfp()])
-    records = _records(chunker, doc)
-    tables = [r for r in records if r.metadata["is_table"]]
+    records = _records(per_section, doc)
+    tables = [r for r in records if r.metadata["table_reason"] == "layout"]
     assert len(tables) == 1
     table = tables[0]
     assert table.text.startswith("| CLIN | Description |") and table.text.endswith("| 38 | |")
     assert table.metadata["table_kind"] == "pricing_table" and table.content_type == "pricing_table"
     assert table.section_path == ["PRICING SCHEDULE"]
-    prose = [r for r in records if r.section_path == ["PRICING SCHEDULE"] and not r.metadata["is_table"]]
+    prose = [r for r in records if r.section_path == ["PRICING SCHEDULE"] and r.metadata["table_reason"] != "layout"]
     assert [r.text for r in prose] == [
         "PRICING SCHEDULE",
         "Offerors will enter unit prices in the table above.",
+    ]
+    # Seed 002's wording rule: a chunk that mentions pricing is a table too, and says why.
+    assert [(r.metadata["is_table"], r.metadata["table_reason"]) for r in prose] == [
+        (True, "mentions 'PRICING'"),
+        (False, ""),
     ]
 
 
@@ -193,7 +204,9 @@ def test_token_bounds_except_last_piece(chunker: SectionChunker) -> None:
         assert tokens.count(rec.text) == rec.token_count <= 600
     assert all(r.token_count >= 400 for r in first_section[:-1])
     assert all(r.text.startswith("Item") or r.text.startswith("SECTION 3") for r in first_section)
-    assert records[-1].text == "SECTION 4: CLOSEOUT\n\nShort closing section."
+    # The closing section is a fragment (9 tokens): it joins the chunk before it, within 600 tokens.
+    assert records[-1].text.endswith("SECTION 4: CLOSEOUT\n\nShort closing section.")
+    assert records[-1].metadata["merged_sections"] == ["SECTION 4: CLOSEOUT"] and records[-1].token_count <= 600
     _assert_requirements_flagged(doc, records)
 
 
