@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -83,6 +83,75 @@ def chunk(
             raise CliError(f"unknown --format {fmt!r}: use record or seed")
         for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+@app.command()
+def check(
+    paths: PathsArg,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking strategy.")] = "section",
+    doc_type: DocTypeOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
+    show: Annotated[int, typer.Option("--show", min=0, help="Examples to list per rule.")] = 3,
+) -> None:
+    """Does STRATEGY keep its seed's rules on these files? Per rule: how many chunks break it, and where.
+
+    Exit code 1 while any rule is broken, so it can gate a corpus in CI."""
+    from rich.table import Table
+
+    from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.conformance import check as conformance
+    from streams.core.document import assemble
+    from streams.core.records import build_records
+
+    chunker = get_chunker(strategy)
+    report: dict = {"strategy": strategy, "documents": 0, "chunks": 0, "refused": [], "rules": {}}
+    with _progress() as progress:
+        task = progress.add_task(f"checking {strategy}", total=len(paths))
+        for path in paths:
+            doc = assemble(_read_files([path], None, doc_type, 0)[0])
+            report["documents"] += 1
+            try:
+                drafts = chunker.chunk(doc)
+            except ChunkingError as exc:
+                report["refused"].append({"file": str(path), "reason": str(exc)})
+                progress.advance(task)
+                continue
+            records = build_records(doc, chunker, drafts)
+            again = build_records(doc, chunker, chunker.chunk(doc))
+            report["chunks"] += len(records)
+            found = conformance(doc, drafts, records, chunker.tokenizer)
+            if [r.checksum for r in again] != [r.checksum for r in records]:
+                found.append(_nondeterministic())
+            for v in found:
+                rule = report["rules"].setdefault(v.rule, {"count": 0, "examples": []})
+                rule["count"] += 1
+                if len(rule["examples"]) < show:
+                    rule["examples"].append({"file": path.name, **v.as_dict()})
+            progress.advance(task)
+    broken = sum(r["count"] for r in report["rules"].values()) + len(report["refused"])
+    if as_json:
+        sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+    else:
+        table = Table(title=f"{strategy}: {report['documents']} documents, {report['chunks']} chunks")
+        for column in ("rule", "chunks", "examples (file, position: detail)"):
+            table.add_column(column)
+        for name, rule in sorted(report["rules"].items()):
+            examples = "\n".join(f"{e['file']}, {e['position']}: {e['detail']}" for e in rule["examples"])
+            table.add_row(name, str(rule["count"]), examples)
+        for refusal in report["refused"]:
+            table.add_row("refused", "-", f"{refusal['file']}: {refusal['reason']}")
+        if broken:
+            out.print(table, markup=False)
+        else:
+            out.print(f"{strategy}: {report['documents']} documents, {report['chunks']} chunks, every rule kept")
+    if broken:
+        raise typer.Exit(1)
+
+
+def _nondeterministic() -> Any:
+    from streams.core.conformance import Violation
+
+    return Violation("deterministic", -1, "a second run gave other chunks or ids")
 
 
 @app.command()
@@ -393,7 +462,9 @@ def demo(
 def main() -> None:
     """Entry point: one clear line for any error, a traceback only with STREAMS_DEBUG=1."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value here
+            raise SystemExit(code)
     except SystemExit:
         raise
     except KeyboardInterrupt:

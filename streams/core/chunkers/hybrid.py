@@ -203,20 +203,44 @@ class _Located:
     headings: tuple[str, ...]
     labels: tuple[str, ...]
     blocks: tuple[Block, ...]
+    merged: tuple[str, ...] = ()  # headings of the short neighbours this chunk absorbed
+
+
+FRAGMENT_TOKENS = 30
+
+
+def _union(a: _Located, b: _Located) -> _Located:
+    """Two neighbours as one chunk; the headings of the longer part lead, the other's are kept."""
+    lead, other = (a, b) if (a.end - a.start) >= (b.end - b.start) else (b, a)
+    merged = tuple(h for h in (*a.merged, *b.merged, other.headings[-1:] and other.headings[-1]) if h)
+    return _Located(
+        start=a.start,
+        end=b.end,
+        headings=lead.headings,
+        labels=lead.labels + other.labels,  # the element type follows the longer part
+        blocks=tuple(dict.fromkeys(a.blocks + b.blocks)),
+        merged=tuple(h for h in dict.fromkeys(merged) if h not in lead.headings[-1:]),
+    )
 
 
 class HybridChunker(Chunker):
     """Docling HybridChunker (tiktoken, merge_peers) with ChunkContext and exact stream ranges."""
 
     name = "hybrid"
-    version = "1.0.1"
+    version = "1.1.0"
     metadata_record = "streams.meta.HybridMetadata"
 
-    def __init__(self, tokenizer: Tokenizer, max_tokens: int = 512, merge_peers: bool = True) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, max_tokens: int = 512, merge_peers: bool = True, min_tokens: int | None = None
+    ) -> None:
         super().__init__(tokenizer)
         if max_tokens < 16:
             raise ValueError("max_tokens must be >= 16")
+        min_tokens = min(64, max_tokens // 4) if min_tokens is None else min_tokens
+        if not 0 <= min_tokens <= max_tokens:
+            raise ValueError("need 0 <= min_tokens <= max_tokens")
         self.max_tokens = max_tokens
+        self.min_tokens = min_tokens
         encoding_name = getattr(tokenizer, "name", "tiktoken:cl100k_base").removeprefix("tiktoken:")
         try:
             encoding = tiktoken_encoding(encoding_name)
@@ -231,7 +255,7 @@ class HybridChunker(Chunker):
         blocks = parse_blocks(doc)
         if not any(b.kind != "heading" for b in blocks):
             raise ChunkingError("document has headings but no body text", "no_body_text")
-        located = self._run_docling(doc, blocks)
+        located = self._merge_short(doc.text, self._run_docling(doc, blocks))
         headings = [b for b in blocks if b.kind == "heading"]
         tables = [b for b in blocks if b.kind == "table"]
         drafts: list[ChunkDraft] = []
@@ -239,6 +263,38 @@ class HybridChunker(Chunker):
             for start, end in self._bounded(doc.text, item.start, item.end):
                 drafts.append(self._draft(doc, item, start, end, headings, tables))
         return drafts
+
+    def _merge_short(self, text: str, located: list[_Located]) -> list[_Located]:
+        """Seed 003's minimum chunk size: Docling merges only peers under one heading, so a heading with a
+        line under it, a caption or a lone list item stays a fragment. A chunk under `min_tokens` joins
+        its next neighbour (else its previous one) while the union stays within `max_tokens`; one under
+        30 tokens joins a neighbour whatever the size, and `_bounded` cuts the union back to the limit."""
+        out = list(located)
+        memo: dict[tuple[int, int], int] = {}
+
+        def tokens(a: _Located, b: _Located | None = None) -> int:
+            key = (a.start, (b or a).end)
+            if key not in memo:
+                memo[key] = self.tokenizer.count(text[key[0] : key[1]])
+            return memo[key]
+
+        i = 0
+        while i < len(out) and len(out) > 1:
+            size = tokens(out[i])
+            if size >= self.min_tokens:
+                i += 1
+                continue
+            pairs = [(a, b) for a, b in ((i, i + 1), (i - 1, i)) if a >= 0 and b < len(out)]
+            fit = next(((a, b) for a, b in pairs if tokens(out[a], out[b]) <= self.max_tokens), None)
+            if fit is None and size < FRAGMENT_TOKENS:
+                fit = pairs[0]
+            if fit is None:
+                i += 1
+                continue
+            a, b = fit
+            out[a : b + 1] = [_union(out[a], out[b])]
+            i = a  # the union may still be short: look at it again
+        return out
 
     def _run_docling(self, doc: AssembledDocument, blocks: list[Block]) -> list[_Located]:
         try:
@@ -270,7 +326,17 @@ class HybridChunker(Chunker):
             return self.tokenizer.count(text[s:e])
 
         counts = [count_range(s, e) for s, e in units]
-        groups = pack_units_exact(units, counts, self.max_tokens, count_range)
+        groups = [list(g) for g in pack_units_exact(units, counts, self.max_tokens, count_range)]
+        # Greedy packing leaves whatever is over at the end: a tail under 30 tokens takes units from the
+        # group before it, as long as both stay within the limit and the group keeps a unit.
+        while len(groups) > 1 and len(groups[-2]) > 1:
+            last = groups[-1]
+            if count_range(units[last[0]][0], units[last[-1]][1]) >= FRAGMENT_TOKENS:
+                break
+            grown = [groups[-2][-1], *last]
+            if count_range(units[grown[0]][0], units[grown[-1]][1]) > self.max_tokens:
+                break
+            groups[-2], groups[-1] = groups[-2][:-1], grown
         return [(units[g[0]][0], units[g[-1]][1]) for g in groups]
 
     def _draft(
@@ -286,9 +352,9 @@ class HybridChunker(Chunker):
         pages = pages_for_range(doc.page_map, start, end)
         context = ChunkContext(
             parent_heading=item.headings[-1] if item.headings else None,
-            parent_heading_level=_heading_level(headings, item.headings, start),
+            parent_heading_level=_heading_level(headings, item.headings, end),  # a merge may start earlier
             section_path=" > ".join(item.headings),
-            element_type=ELEMENT_TYPES.get(item.labels[0].upper(), "text") if item.labels else "text",
+            element_type=_element_type(item, start, end),
             related_tables=_related_tables(text, item.blocks, tables),
             related_pictures=find_related_elements(text, "Figure"),
             page_nums=pages,
@@ -310,8 +376,26 @@ class HybridChunker(Chunker):
                 "contextualized_text": contextualize_chunk(text, context),
                 "doc_item_labels": list(item.labels),
                 "max_tokens": self.max_tokens,
+                "merged_headings": list(item.merged),
             },
         )
+
+
+_BLOCK_TYPES = {"table": "table_cell", "list_item": "list_item", "caption": "caption", "code": "code"}
+
+
+def _element_type(item: _Located, start: int, end: int) -> str:
+    """Docling's label for the chunk, unless the piece of it (cut to the token limit, or a paragraph that
+    Docling put after a table) overlaps no table: then the kind of block that covers most of it."""
+    label = ELEMENT_TYPES.get(item.labels[0].upper(), "text") if item.labels else "text"
+    if label != "table_cell" or any(b.kind == "table" and b.start < end and b.end > start for b in item.blocks):
+        return label
+    cover: dict[str, int] = {}
+    for b in item.blocks:
+        if b.start < end and b.end > start and b.kind != "heading":
+            kind = _BLOCK_TYPES.get(b.kind, "text")
+            cover[kind] = cover.get(kind, 0) + min(b.end, end) - max(b.start, start)
+    return max(cover, key=lambda k: (cover[k], k)) if cover else "text"
 
 
 def _heading_level(headings: Sequence[Block], path: tuple[str, ...], start: int) -> int | None:
@@ -344,18 +428,24 @@ def locate_chunks(
     A chunk ends at its last item's block end, or where the next chunk continues the same item.
     """
     items = [[refs[i.self_ref] for i in c.meta.doc_items if i.self_ref in refs] for c in chunks]
-    keep = [n for n, blocks in enumerate(items) if blocks]
+    keep: list[int] = []
     starts: list[int] = []
     previous_last: Block | None = None
     cursor = 0
-    for n in keep:
+    for n in (n for n, blocks in enumerate(items) if blocks):
         first = items[n][0]
+        start: int | None
         if first is previous_last:
             item = next(i for i in chunks[n].meta.doc_items if i.self_ref in refs)
             start = _continuation_start(text, chunks[n].text, first, cursor, lambda i=item: serialize(i))
+            if start is None and keep:
+                items[keep[-1]] = [*items[keep[-1]], *items[n][1:]]
+                previous_last = items[keep[-1]][-1]
+                continue
         else:
             start = first.start
-        start = max(start, cursor)
+        start = max(start or 0, cursor)
+        keep.append(n)
         starts.append(start)
         cursor = start + 1
         previous_last = items[n][-1]
@@ -382,8 +472,10 @@ def locate_chunks(
 
 def _continuation_start(
     text: str, chunk_text: str, block: Block, cursor: int, serialized_item: Callable[[], str]
-) -> int:
-    """Where a continued item resumes; serializing the item (slow for tables) only when search fails."""
+) -> int | None:
+    """Where a continued item resumes, at a line start; serializing the item (slow for tables) only when
+    search fails. None when the source does not show where: the chunk then stays part of the previous
+    one (an unplaceable boundary used to become one-character chunks cut out of a word)."""
     head = chunk_text.lstrip().split("\n", 1)[0][:80].strip()
     lo = max(cursor, block.start)
     if head:
@@ -395,8 +487,8 @@ def _continuation_start(
         if position >= 0 and serialized:
             guess = block.start + (block.end - block.start) * position // len(serialized)
             line = text.find("\n", max(guess, lo), block.end)
-            return line + 1 if line >= 0 else max(guess, lo)
-    return lo
+            return line + 1 if line >= 0 else None
+    return None
 
 
 # --- strategy router (seed 003 `create_chunker`) ------------------------------------------------

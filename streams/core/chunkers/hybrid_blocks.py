@@ -205,12 +205,17 @@ def _is_caps_heading(line: str) -> bool:
 
 
 def _is_pipe_row(line: str) -> bool:
-    return line.count("|") >= 2 or (line.strip().startswith("|") and line.count("|") >= 1)
+    """Pipes that separate cells; "||" is an operator in code (SQL concatenation, shell), not a cell."""
+    return line.replace("||", "").count("|") >= 2  # a lone "|" down a form's margin is no column
 
 
 def _is_aligned_row(line: str) -> bool:
+    """Columns: three or more short cells, or a label and a figure. Prose set with two spaces after each
+    full stop (pdftotext, reference lists) has long cells and is no table row."""
     cells = [c for c in _COLUMN_GAP.split(line.strip()) if c]
-    return len(cells) >= 3 or (len(cells) == 2 and any(ch.isdigit() for ch in cells[-1]))
+    if len(cells) >= 3:
+        return sum(len(c) for c in cells) / len(cells) <= 30 or any(ch.isdigit() for c in cells[1:] for ch in c)
+    return len(cells) == 2 and any(ch.isdigit() for ch in cells[-1]) and len(cells[-1]) <= 20
 
 
 def _pipe_cells(line: str) -> list[str]:

@@ -80,7 +80,7 @@ def test_blocks_detect_headings_tables_and_lists(report: AssembledDocument) -> N
 
 
 def test_nested_heading_context(report: AssembledDocument) -> None:
-    drafts = chunk(report, max_tokens=512)
+    drafts = chunk(report, max_tokens=512, min_tokens=0)  # Docling's own chunks: no minimum-size merging
     cargo = containing(drafts, "Container traffic grew")
     assert cargo.section_path == (REVIEW, "Operations", "Cargo Volumes")
     meta = cargo.metadata
@@ -92,6 +92,19 @@ def test_nested_heading_context(report: AssembledDocument) -> None:
     assert safety.metadata["parent_heading_level"] == 1
     assert containing(drafts, "Harbour Authority operates").metadata["parent_heading_level"] == 0
     assert not any("## Finance" in d.text or d.text.startswith("Cargo Volumes") for d in drafts)
+
+
+def test_short_sections_merge_keep_their_headings_and_leave_no_fragment(report: AssembledDocument) -> None:
+    plain = chunk(report, max_tokens=512, min_tokens=0)
+    drafts = chunk(report, max_tokens=512)
+    tokens = get_tokenizer().count
+    assert min(tokens(d.text) for d in plain) < 64 and len(drafts) < len(plain)
+    assert all(tokens(d.text) >= 30 for d in drafts) and all(tokens(d.text) <= 512 for d in drafts)
+    safety = containing(drafts, "no serious injuries")
+    assert "SAFETY AND ENVIRONMENT" in (*safety.section_path, *safety.metadata["merged_headings"])
+    words = [w for d in drafts for w in report.text[d.char_start : d.char_end].split()]
+    inner = [w for d in plain for w in report.text[d.char_start : d.char_end].split()]
+    assert set(inner) <= set(words) and len(words) >= len(inner)  # merging drops nothing Docling kept
 
 
 def test_small_budget_separates_table_and_list_items(report: AssembledDocument) -> None:
