@@ -310,31 +310,44 @@ class HybridChunker(Chunker):
             ) from exc
 
     def _bounded(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
-        """The raw slice obeys max_tokens too (Docling bounds its own serialization, not the source)."""
-        if self.tokenizer.count(text[start:end]) <= self.max_tokens:
+        """The raw slice obeys max_tokens too (Docling bounds its own serialization, not the source).
+
+        Greedy packing leaves whatever is over at the end; when that tail is under 30 tokens the slice is
+        cut again with a smaller limit, down to an even split, so no piece is a fragment."""
+        total = self.tokenizer.count(text[start:end])
+        if total <= self.max_tokens:
             return [(start, end)]
+        parts = -(-total // self.max_tokens)
+        even = min(self.max_tokens, -(-total // parts) + 8)
+        spans: list[tuple[int, int]] = []
+        for limit in dict.fromkeys((self.max_tokens, (self.max_tokens + even) // 2, even)):
+            spans = self._pack(text, start, end, limit)
+            if len(spans) < 2 or self.tokenizer.count(text[slice(*spans[-1])]) >= FRAGMENT_TOKENS:
+                return spans
+        return spans
+
+    def _pack(self, text: str, start: int, end: int, limit: int) -> list[tuple[int, int]]:
         units: list[tuple[int, int]] = []
         encoding = self.docling_tokenizer.tokenizer
         for span in block_sentence_spans(text, start, end):
             units.extend(
-                split_span_by_tokens(
-                    text, span, self.max_tokens, encoding.encode_ordinary, encoding.decode_with_offsets
-                )
+                split_span_by_tokens(text, span, limit, encoding.encode_ordinary, encoding.decode_with_offsets)
             )
 
         def count_range(s: int, e: int) -> int:
             return self.tokenizer.count(text[s:e])
 
-        counts = [count_range(s, e) for s, e in units]
-        groups = [list(g) for g in pack_units_exact(units, counts, self.max_tokens, count_range)]
-        # Greedy packing leaves whatever is over at the end: a tail under 30 tokens takes units from the
-        # group before it, as long as both stay within the limit and the group keeps a unit.
+        # Each unit costs its text and the gap before it (a table's indents and rules are many tokens), so
+        # the packing estimate is close and the exact check seldom has to leave a remainder behind.
+        counts = [count_range(units[k - 1][1] if k else s, e) for k, (s, e) in enumerate(units)]
+        groups = [list(g) for g in pack_units_exact(units, counts, limit, count_range)]
+        # A tail under 30 tokens takes units from the group before it while both stay within the limit.
         while len(groups) > 1 and len(groups[-2]) > 1:
             last = groups[-1]
             if count_range(units[last[0]][0], units[last[-1]][1]) >= FRAGMENT_TOKENS:
                 break
             grown = [groups[-2][-1], *last]
-            if count_range(units[grown[0]][0], units[grown[-1]][1]) > self.max_tokens:
+            if count_range(units[grown[0]][0], units[grown[-1]][1]) > limit:
                 break
             groups[-2], groups[-1] = groups[-2][:-1], grown
         return [(units[g[0]][0], units[g[-1]][1]) for g in groups]

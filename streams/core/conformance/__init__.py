@@ -55,7 +55,7 @@ class Violation:
 
 _SEED_TABLE = re.compile(r"\|\t|\t|\||\b(?:pricing|clin|line item)\b", re.I)
 _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
-_ALIGNED_FIGURES = re.compile(r"^.*\S(?: {2,}|\t)\S.*\d.*(?: {2,}|\t).*$", re.M)
+_CELL_GAP = re.compile(r" {2,}|\t|(?:\s?\.){3,}\s*")
 
 
 def check(
@@ -87,7 +87,7 @@ def check(
             out.append(Violation("max tokens", pos, f"{carried} > {limits.max_tokens}"))
         if limits.max_words is not None and len(r.text.split()) > limits.max_words:
             out.append(Violation("max words", pos, f"{len(r.text.split())} > {limits.max_words}"))
-        if carried < FRAGMENT_TOKENS <= doc_tokens:
+        if carried < FRAGMENT_TOKENS <= doc_tokens and len(records) > 1:  # one chunk is the whole document
             out.append(Violation("fragment", pos, f"{carried} tokens: {r.text.strip()[:40]!r}"))
         if r.char_end > r.char_start and _cuts_word(text, r.char_start, r.char_end):
             out.append(Violation("cut word", pos, _edges(text, r.char_start, r.char_end)))
@@ -168,7 +168,7 @@ def _hybrid_rules(records: Sequence[ChunkRecord]) -> list[Violation]:
     """A table cell chunk holds a table: pipe rows or aligned columns of figures."""
     out = []
     for r in records:
-        if r.content_type == "table_cell" and not (_has_pipe_rows(r.text) or _ALIGNED_FIGURES.search(r.text)):
+        if r.content_type == "table_cell" and not (_has_pipe_rows(r.text) or _has_figure_rows(r.text)):
             out.append(Violation("table cell", r.position, f"no table in {r.text.strip()[:40]!r}"))
     return out
 
@@ -176,6 +176,15 @@ def _hybrid_rules(records: Sequence[ChunkRecord]) -> list[Violation]:
 def _has_pipe_rows(text: str) -> bool:
     """A row with two cell pipes ("||" is an operator in code, not a cell)."""
     return any(line.count("|") >= 2 for line in text.replace("||", "").splitlines())
+
+
+def _has_figure_rows(text: str) -> bool:
+    """A row of columns (cells apart by two spaces, a tab or a dot leader) with a figure in a later cell."""
+    for line in text.splitlines():
+        cells = [c for c in _CELL_GAP.split(line.strip()) if c.strip()]
+        if len(cells) >= 2 and any(ch.isdigit() for c in cells[1:] for ch in c):
+            return True
+    return False
 
 
 def summary(violations: Sequence[Violation]) -> dict[str, int]:

@@ -1,0 +1,181 @@
+"""Variants of a document the way real extractions of solicitations and papers differ: pdftotext page
+headers and footers with form feeds, hyphenated line breaks, a standard-form cover page of numbered
+fields, a glossary, a numbered reference list, and a price schedule whose columns pdftotext spread over
+separate lines. Each takes the text and returns the text; the words of the original stay in order."""
+
+from __future__ import annotations
+
+import random
+import re
+import textwrap
+from collections.abc import Callable
+
+COVER = """SOLICITATION/CONTRACT/ORDER FOR COMMERCIAL ITEMS
+1. REQUISITION NUMBER
+PAGE 1 OF 48
+2. CONTRACT NO.
+3. AWARD/EFFECTIVE DATE
+4. ORDER NUMBER
+5. SOLICITATION NUMBER
+W91-{n:04d}-R-0007
+6. SOLICITATION ISSUE DATE
+7. FOR SOLICITATION INFORMATION CALL:
+a. NAME
+b. TELEPHONE NUMBER
+8. OFFER DUE DATE/LOCAL TIME
+9. ISSUED BY
+CODE
+10. THIS ACQUISITION IS
+UNRESTRICTED OR
+SET ASIDE:
+% FOR:
+NAICS: 561730
+SIZE STANDARD: $9.5 M
+15. DELIVER TO
+CODE
+16. ADMINISTERED BY
+17a. CONTRACTOR/OFFEROR
+17b.
+18a. PAYMENT WILL BE MADE BY
+19.
+ITEM NO.
+20.
+SCHEDULE OF SUPPLIES/SERVICES
+"""
+
+GLOSSARY = """ABBREVIATIONS
+
+CO Contracting Officer
+COR Contracting Officer's Representative
+QASP Quality Assurance Surveillance Plan
+PWS Performance Work Statement
+CLIN Contract Line Item Number
+FAR Federal Acquisition Regulation
+SOW Statement of Work
+KPI Key Performance Indicator
+"""
+
+PRICES = """SCHEDULE OF PRICES
+
+CLIN
+ITEM
+QTY
+UNIT
+UNIT PRICE
+AMOUNT
+0001
+Grounds maintenance, base year
+12
+MO
+$
+$
+0002
+Snow removal, base year
+1
+LOT
+$
+$
+1001
+Grounds maintenance, option year 1
+12
+MO
+$
+$
+"""
+
+
+def _blocks(text: str) -> list[str]:
+    return re.split(r"\n[ \t]*\n", text)
+
+
+def _prose(block: str) -> bool:
+    return len(block.split()) >= 15 and "|" not in block and not block.lstrip().startswith(("-", "#", "*"))
+
+
+def page_furniture(every: int, seed: int) -> Callable[[str], str]:
+    """pdftotext output: a form feed, a running header and a footer with the page number, every `every`
+    lines, wherever they fall (mid-sentence and mid-table included)."""
+
+    def run(text: str) -> str:
+        rng = random.Random(seed)
+        out: list[str] = []
+        page = 1
+        for i, line in enumerate(text.split("\n"), start=1):
+            out.append(line)
+            if i % every == 0:
+                out += ["", f"Solicitation W91-{seed:04d}-R-0007{' ' * rng.randint(1, 30)}Page {page} of 48", "\f"]
+                out += ["PWS / Dated: 05.05.04", ""]
+                page += 1
+        return "\n".join(out)
+
+    return run
+
+
+def hyphenated(width: int) -> Callable[[str], str]:
+    """Prose hard-wrapped at `width` columns, long words broken with a hyphen at the line end."""
+
+    def wrap(block: str) -> str:
+        if not _prose(block):
+            return block
+        lines = textwrap.wrap(" ".join(block.split()), width, break_long_words=False, break_on_hyphens=False)
+        out, carry = [], ""
+        for ln in lines:
+            ln = f"{carry} {ln}".strip() if carry else ln
+            carry = ""
+            head, _, last = ln.rpartition(" ")
+            if head and len(last) >= 9 and last.isalpha():
+                out.append(f"{head} {last[: len(last) // 2]}-")
+                carry = last[len(last) // 2 :]
+            else:
+                out.append(ln)
+        return "\n".join(out + ([carry] if carry else []))
+
+    return lambda text: "\n\n".join(wrap(b) for b in _blocks(text))
+
+
+def cover_form(seed: int) -> Callable[[str], str]:
+    return lambda text: COVER.format(n=seed) + "\n" + text
+
+
+def glossary(text: str) -> str:
+    blocks = _blocks(text)
+    return "\n\n".join([*blocks[:2], GLOSSARY, *blocks[2:]])
+
+
+def references(text: str) -> str:
+    refs = [
+        f"{i}. Okafor B, Lindqvist A, Marchetti G, et al. Continuous monitoring of structures under load. "
+        f"J Struct Health. 20{10 + i};{i * 3}({i}):{100 + i}-{110 + i}. PMID: {29000000 + i * 7}"
+        for i in range(1, 15)
+    ]
+    return text + "\n\nREFERENCES\n\n" + "\n".join(refs) + "\n"
+
+
+def spread_prices(text: str) -> str:
+    """A price schedule with one cell per line, as pdftotext prints a ruled table without -layout."""
+    blocks = _blocks(text)
+    at = max(1, len(blocks) * 2 // 3)
+    return "\n\n".join([*blocks[:at], PRICES, *blocks[at:]])
+
+
+def variants(seed: int = 0) -> dict[str, Callable[[str], str]]:
+    rng = random.Random(seed)
+    width = rng.randint(60, 95)
+
+    def chain(*fns: Callable[[str], str]) -> Callable[[str], str]:
+        def run(text: str) -> str:
+            for fn in fns:
+                text = fn(text)
+            return text
+
+        return run
+
+    return {
+        "pdftotext-pages": chain(hyphenated(width), page_furniture(rng.randint(25, 60), seed)),
+        "cover-form": cover_form(seed),
+        "glossary-references": chain(glossary, references),
+        "spread-prices": spread_prices,
+        "everything": chain(
+            cover_form(seed), glossary, spread_prices, references, hyphenated(width), page_furniture(40, seed)
+        ),
+    }
