@@ -43,7 +43,8 @@ SECTION_TYPES = ("requirement", "specification", "condition", "evaluation_criter
 # Priority order matters on ties: the more specific types first.
 _TYPE_WORDS: dict[str, str] = {
     "evaluation_criteria": r"evaluation|evaluated|criteria|criterion|scoring",
-    "scope_of_work": r"scope|statement of work|sow|performance work statement|pws|statement of objectives|soo",
+    "scope_of_work": r"scope|statement of work|sow|performance work statement|pws|statement of objectives|soo"
+    r"|work to be performed",
     "specification": r"specifications?|specs?|technical spec\w*",
     "requirement": r"requirements?|shall|must",
     "condition": r"conditions?|terms|clauses?",
@@ -54,7 +55,7 @@ _TYPE_KEYWORDS: dict[str, re.Pattern[str]] = {
 # One pass over the lowered body counts every type (no keyword of one type overlaps another's), and the
 # first-letter lookahead skips most positions; re.I is slow in Python's re.
 _TYPE_ANY = re.compile(
-    r"(?=[cemprst])\b(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items()) + r")\b"
+    r"(?=[cemprstw])\b(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items()) + r")\b"
 )
 # Characters that re.I matches to an ASCII keyword letter but str.lower() does not map to it (or the reverse).
 _FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
@@ -66,11 +67,19 @@ _EDGE = len("requirements") + 1  # an edge window: the longest requirement word 
 _FLAG_ONLY = "flag_only"
 _FLAG_GROUPS = frozenset({"requirement", _FLAG_ONLY})
 _KEYWORDS_LOW = re.compile(
-    r"(?=[cemprst])\b(?:"
+    r"(?=[cemprstw])\b(?:"
     + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items())
     + rf"|(?P<{_FLAG_ONLY}>required|mandatory))\b"
 )
 _PRICING = re.compile(r"\b(pricing|price schedule|clins?|line items?)\b", re.I)
+_REFERENCE_HEADING = re.compile(
+    r"^[\W\d.]*(?:[A-Z]\.\d*\s+)?"
+    r"(?:glossary|abbreviations|acronyms|table of contents|list of attachments|attachments)\b",
+    re.I,
+)
+# A running header or footer ("PWS / Dated: 05.05.04") repeats on every page: its keywords say nothing
+# about the section it interrupts.
+_RUNNING_MIN_REPEATS = 3
 # Seed 002 phase 2, as written: a chunk that contains `|`, a tab, pricing, CLIN or line item is a table.
 _SEED_TABLE = re.compile(r"[|\t]|\b(?:pricing|clin|line item)\b", re.I)
 _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
@@ -189,6 +198,21 @@ class _Sentences:
     ends: list[int]
 
 
+def _running_lines(text: str) -> list[Span]:
+    """Spans of short lines that recur, figures aside, three or more times: page headers and footers."""
+    seen: dict[str, list[Span]] = {}
+    for start, end in line_spans(text, 0, len(text)):
+        line = text[start:end].strip()
+        if line and len(line) <= 80 and len(line.split()) <= 10 and not line.startswith("|"):
+            seen.setdefault(re.sub(r"\d+", "#", line.lower()), []).append((start, end))
+    return sorted(span for spans in seen.values() if len(spans) >= _RUNNING_MIN_REPEATS for span in spans)
+
+
+def _inside(spans: list[Span], position: int) -> bool:
+    k = bisect_right(spans, (position, 1 << 62)) - 1
+    return k >= 0 and spans[k][0] <= position < spans[k][1]
+
+
 class _Keywords:
     """Section-type and requirement keywords of one document, found in one pass, and its paragraphs'
     sentences on demand.
@@ -206,6 +230,7 @@ class _Keywords:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.kinds: dict[str, list[int]] = {kind: [] for kind in _TYPE_WORDS}
+        running = _running_lines(text)
         if self.low is None:
             for match in _REQUIREMENT.finditer(text):
                 self.starts.append(match.start())
@@ -214,7 +239,7 @@ class _Keywords:
             # No keyword of one group overlaps another's, so one scan finds what each pattern would.
             for match in _keyword_matches(self.low):
                 group = match.lastgroup or ""
-                if group != _FLAG_ONLY:
+                if group != _FLAG_ONLY and not _inside(running, match.start()):
                     self.kinds[group].append(match.start())
                 if group in _FLAG_GROUPS:
                     self.starts.append(match.start())
@@ -453,7 +478,10 @@ def classify_section(heading: str, body: str) -> str:
 
 
 def _classify(heading: str, body_hits: Callable[[], dict[str, int]]) -> str:
-    """`body_hits` (keyword matches per type, in priority order) is only asked when the heading says nothing."""
+    """`body_hits` (keyword matches per type, in priority order) is only asked when the heading says nothing.
+    A glossary, a list of attachments or a table of contents names every kind of section and is none."""
+    if _REFERENCE_HEADING.search(heading):
+        return "other"
     for kind, pattern in _TYPE_KEYWORDS.items():
         if pattern.search(heading):
             return kind
