@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import random
 import re
-import textwrap
 from collections.abc import Callable
+
+from tests.core.chunkers.letter_variants import chain, every_lines, rewrap
 
 COVER = """SOLICITATION/CONTRACT/ORDER FOR COMMERCIAL ITEMS
 1. REQUISITION NUMBER
@@ -88,49 +89,14 @@ def _blocks(text: str) -> list[str]:
     return re.split(r"\n[ \t]*\n", text)
 
 
-def _prose(block: str) -> bool:
-    return len(block.split()) >= 15 and "|" not in block and not block.lstrip().startswith(("-", "#", "*"))
-
-
 def page_furniture(every: int, seed: int) -> Callable[[str], str]:
-    """pdftotext output: a form feed, a running header and a footer with the page number, every `every`
-    lines, wherever they fall (mid-sentence and mid-table included)."""
+    """pdftotext output: a footer with the page number, a form feed and a running header."""
 
-    def run(text: str) -> str:
-        rng = random.Random(seed)
-        out: list[str] = []
-        page = 1
-        for i, line in enumerate(text.split("\n"), start=1):
-            out.append(line)
-            if i % every == 0:
-                out += ["", f"Solicitation W91-{seed:04d}-R-0007{' ' * rng.randint(1, 30)}Page {page} of 48", "\f"]
-                out += ["PWS / Dated: 05.05.04", ""]
-                page += 1
-        return "\n".join(out)
+    def lines(page: int, rng: random.Random) -> list[str]:
+        return ["", f"Solicitation W91-{seed:04d}-R-0007{' ' * rng.randint(1, 30)}Page {page} of 48", "\f",
+                "PWS / Dated: 05.05.04", ""]  # fmt: skip
 
-    return run
-
-
-def hyphenated(width: int) -> Callable[[str], str]:
-    """Prose hard-wrapped at `width` columns, long words broken with a hyphen at the line end."""
-
-    def wrap(block: str) -> str:
-        if not _prose(block):
-            return block
-        lines = textwrap.wrap(" ".join(block.split()), width, break_long_words=False, break_on_hyphens=False)
-        out, carry = [], ""
-        for ln in lines:
-            ln = f"{carry} {ln}".strip() if carry else ln
-            carry = ""
-            head, _, last = ln.rpartition(" ")
-            if head and len(last) >= 9 and last.isalpha():
-                out.append(f"{head} {last[: len(last) // 2]}-")
-                carry = last[len(last) // 2 :]
-            else:
-                out.append(ln)
-        return "\n".join(out + ([carry] if carry else []))
-
-    return lambda text: "\n\n".join(wrap(b) for b in _blocks(text))
+    return every_lines(every, seed, lines)
 
 
 def cover_form(seed: int) -> Callable[[str], str]:
@@ -161,21 +127,17 @@ def spread_prices(text: str) -> str:
 def variants(seed: int = 0) -> dict[str, Callable[[str], str]]:
     rng = random.Random(seed)
     width = rng.randint(60, 95)
-
-    def chain(*fns: Callable[[str], str]) -> Callable[[str], str]:
-        def run(text: str) -> str:
-            for fn in fns:
-                text = fn(text)
-            return text
-
-        return run
-
     return {
-        "pdftotext-pages": chain(hyphenated(width), page_furniture(rng.randint(25, 60), seed)),
+        "pdftotext-pages": chain(rewrap(width, hyphenate=True), page_furniture(rng.randint(25, 60), seed)),
         "cover-form": cover_form(seed),
         "glossary-references": chain(glossary, references),
         "spread-prices": spread_prices,
         "everything": chain(
-            cover_form(seed), glossary, spread_prices, references, hyphenated(width), page_furniture(40, seed)
+            cover_form(seed),
+            glossary,
+            spread_prices,
+            references,
+            rewrap(width, hyphenate=True),
+            page_furniture(40, seed),
         ),
     }

@@ -92,6 +92,12 @@ def test_generated_variants_of_the_samples_keep_every_rule(strategy: str, varian
         assert _check(strategy, doc) == {}, (path.name, variant)
 
 
+@pytest.mark.parametrize("name", ["transcript_2031_q2_vantor.txt", "release_2031_q2_vantor.md"])
+def test_finance_keeps_seed_001_whole_units(name: str) -> None:
+    """Short Q&A pairs and speaker turns, and a Q&A pair over 1,200 tokens, are seed 001's rules."""
+    assert _check("finance", assemble(page_events(SAMPLES / name))) == {}
+
+
 def test_a_spread_price_schedule_is_a_table() -> None:
     doc = _doc(dv.spread_prices((SAMPLES / "rfp_harbor_bridge_issued.md").read_text()))
     chunker = get_chunker("section")

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.core.chunkers import get_chunker
+from streams.core.chunkers.section import SectionChunker
 from streams.core.document import assemble
 from streams.core.events import ChunkStatus
 from streams.core.records import build_records
+from streams.core.tokenizers import get_tokenizer
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
@@ -39,9 +40,10 @@ class CountingEmbedder:
 
 
 def _records(amendment: int, texts: list[str]):
+    """One chunk per (tiny) section: the sink, not the merging of short sections, is under test here."""
     pages = [p.model_copy(update={"amendment_number": amendment}) for p in make_pages("doc", texts)]
     doc = assemble(pages)
-    chunker = get_chunker("section")
+    chunker = SectionChunker(get_tokenizer(), min_tokens=1, fragment_tokens=0)
     return build_records(doc, chunker, chunker.chunk(doc))
 
 

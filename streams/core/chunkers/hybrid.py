@@ -494,6 +494,8 @@ def _continuation_start(
     if head:
         found = text.find(head, lo, block.end)
         if found >= 0:
+            while found > lo and text[found - 1].isalnum() and text[found].isalnum():
+                found -= 1  # Docling split inside a word (a run of digits): the word goes whole to this chunk
             return found
         serialized = serialized_item()
         position = serialized.find(head)

@@ -656,26 +656,24 @@ class SectionChunker(Chunker):
         """Target 400-600: a text piece under `min_tokens` absorbs the next text pieces, across section
         boundaries, while the union stays within `max_tokens` (a short section is a heading and a line or
         two: a form field, a cover-page label); a short last piece of a run joins backward."""
+        low = self.min_tokens
+        forward = self._merge_pass(pieces, counter, keywords, lambda prev, piece: prev.tokens < low)
+        return self._merge_pass(forward, counter, keywords, lambda prev, piece: piece.tokens < low)
+
+    def _merge_pass(
+        self, pieces: list[_Piece], counter: SpanCount, keywords: _Keywords, short: Callable[[_Piece, _Piece], bool]
+    ) -> list[_Piece]:
+        """One left-to-right pass: a piece joins the one before it when `short` says so and the union fits."""
         out: list[_Piece] = []
         for piece in pieces:
             prev = out[-1] if out else None
-            if prev is not None and prev.joins(piece) and prev.tokens < self.min_tokens:
+            if prev is not None and prev.joins(piece) and short(prev, piece):
                 joined = counter(prev.span[0], piece.span[1])
                 if joined <= self.max_tokens:
                     out[-1] = prev.absorb(piece, joined, keywords)
                     continue
             out.append(piece)
-        # A short last piece of a run joins backward when it fits.
-        merged: list[_Piece] = []
-        for piece in out:
-            prev = merged[-1] if merged else None
-            if prev is not None and prev.joins(piece) and piece.tokens < self.min_tokens:
-                joined = counter(prev.span[0], piece.span[1])
-                if joined <= self.max_tokens:
-                    merged[-1] = prev.absorb(piece, joined, keywords)
-                    continue
-            merged.append(piece)
-        return merged
+        return out
 
     def _no_fragments(self, text: str, pieces: list[_Piece], counter: SpanCount, keywords: _Keywords) -> list[_Piece]:
         """A piece under 30 tokens joins a neighbour and the pair is packed again, so it never stands alone

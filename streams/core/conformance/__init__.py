@@ -30,6 +30,9 @@ class Limits:
     min_tokens: int | None = None
     max_words: int | None = None
     overlapping: bool = False  # windows overlap by design; everyone else tiles the text
+    # Units the seed never splits (seed 001: a Q&A pair, a table, a slide) may pass the maximum; they and a
+    # speaker's whole turn (never merged across a speaker change) may be short.
+    whole_units: frozenset[str] = frozenset()
 
 
 LIMITS: dict[str, Limits] = {
@@ -38,7 +41,7 @@ LIMITS: dict[str, Limits] = {
     "hybrid": Limits(max_tokens=512),
     "semantic": Limits(max_tokens=400, min_tokens=100),
     "cluster": Limits(max_tokens=200, min_tokens=50),
-    "finance": Limits(max_tokens=1200),
+    "finance": Limits(max_tokens=1200, whole_units=frozenset({"qna", "table", "slide", "prepared_remarks"})),
     "letter": Limits(),
 }
 
@@ -81,13 +84,18 @@ def check(
         if d.text_transform is None and strategy != "letter" and r.text != text[r.char_start : r.char_end]:
             out.append(Violation("offsets", pos, "text is not the document's text at its range"))
         carried = tokenizer.count(r.text)
+        whole = _whole_unit(r, limits)
         if r.token_count != carried:
             out.append(Violation("token count", pos, f"record says {r.token_count}, the text has {carried}"))
-        if limits.max_tokens is not None and carried > limits.max_tokens:
+        if (
+            limits.max_tokens is not None
+            and carried > limits.max_tokens
+            and not (whole and r.content_type != "prepared_remarks")
+        ):
             out.append(Violation("max tokens", pos, f"{carried} > {limits.max_tokens}"))
         if limits.max_words is not None and len(r.text.split()) > limits.max_words:
             out.append(Violation("max words", pos, f"{len(r.text.split())} > {limits.max_words}"))
-        if carried < FRAGMENT_TOKENS <= doc_tokens and len(records) > 1:  # one chunk is the whole document
+        if carried < FRAGMENT_TOKENS <= doc_tokens and len(records) > 1 and not whole:  # one chunk = the document
             out.append(Violation("fragment", pos, f"{carried} tokens: {r.text.strip()[:40]!r}"))
         if r.char_end > r.char_start and _cuts_word(text, r.char_start, r.char_end):
             out.append(Violation("cut word", pos, _edges(text, r.char_start, r.char_end)))
@@ -113,6 +121,15 @@ def check(
     return out
 
 
+def _whole_unit(r: ChunkRecord, limits: Limits) -> bool:
+    """A unit the seed keeps whole: a Q&A pair, a table, a slide, or one speaker's entire turn."""
+    if r.content_type not in limits.whole_units:
+        return False
+    if r.content_type == "prepared_remarks":
+        return r.text.startswith("Speaker:") and r.text.count("\nSpeaker:") == 0
+    return True
+
+
 def _cuts_word(text: str, start: int, end: int) -> bool:
     at_start = start > 0 and text[start - 1].isalnum() and text[start].isalnum()
     at_end = end < len(text) and text[end - 1].isalnum() and text[end].isalnum()
@@ -128,9 +145,7 @@ def _is_table(r: ChunkRecord) -> bool:
     return bool(r.metadata.get("is_table")) or r.content_type in {"table", "table_cell", "pricing_table"}
 
 
-def _mergeable(
-    text: str, records: Sequence[ChunkRecord], tokenizer: Tokenizer, low: int, high: int
-) -> list[Violation]:
+def _mergeable(text: str, records: Sequence[ChunkRecord], tokenizer: Tokenizer, low: int, high: int) -> list[Violation]:
     """A chunk under the minimum that could have joined a neighbour of its kind within the maximum."""
     out = []
     for i, r in enumerate(records):

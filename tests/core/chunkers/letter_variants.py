@@ -100,26 +100,32 @@ def cell_per_line(text: str) -> str:
     return _map_blocks(text, conv)
 
 
-def page_furniture(seed: int, every: int = 45, numbers_only: bool = False) -> Callable[[str], str]:
-    """Running headers, footers and page numbers every `every` lines, wherever they fall: mid-sentence,
-    mid-list and mid-table included."""
+def every_lines(every: int, seed: int, furniture: Callable[[int, random.Random], list[str]]) -> Callable[[str], str]:
+    """Lines from `furniture(page, rng)` after every `every` lines of the text, wherever they fall:
+    mid-sentence, mid-list and mid-table included."""
 
     def add(text: str) -> str:
         rng = random.Random(seed)
         out: list[str] = []
-        page = 1
         for i, line in enumerate(text.split("\n"), start=1):
             out.append(line)
             if i % every == 0:
-                page += 1
-                jitter = rng.choice(["", " "])
-                if numbers_only:
-                    out += ["", f"{jitter}{page - 1}", ""]
-                else:
-                    out += ["", f"Page {page - 1} of the Annual Report", PAGE_BREAK, "BERKSHIRE HATHAWAY INC.", ""]
+                out += furniture(i // every, rng)
         return "\n".join(out)
 
     return add
+
+
+def page_furniture(seed: int, every: int = 45, numbers_only: bool = False) -> Callable[[str], str]:
+    """Page numbers, or running footers and headers around a page break."""
+
+    def lines(page: int, rng: random.Random) -> list[str]:
+        jitter = rng.choice(["", " "])
+        if numbers_only:
+            return ["", f"{jitter}{page}", ""]
+        return ["", f"Page {page} of the Annual Report", PAGE_BREAK, "BERKSHIRE HATHAWAY INC.", ""]
+
+    return every_lines(every, seed, lines)
 
 
 def list_across_pages(text: str) -> str:
@@ -186,19 +192,21 @@ def dedent(text: str) -> str:
     return "\n".join(ln.lstrip() if not _TABLE_LINE.search(ln) else ln for ln in text.split("\n"))
 
 
+def chain(*fns: Callable[[str], str]) -> Callable[[str], str]:
+    """The transforms applied in order, as one transform."""
+
+    def run(text: str) -> str:
+        for fn in fns:
+            text = fn(text)
+        return text
+
+    return run
+
+
 def variants(seed: int = 0) -> dict[str, Callable[[str], str]]:
     """Named layout variants; each composes a few transforms the way one extraction tool would."""
     rng = random.Random(seed)
     widths = [rng.randint(60, 100) for _ in range(3)]
-
-    def chain(*fns: Callable[[str], str]) -> Callable[[str], str]:
-        def run(text: str) -> str:
-            for fn in fns:
-                text = fn(text)
-            return text
-
-        return run
-
     return {
         "markdown-pipes": chain(reflow, pipe_tables, markdown_headers, curly_quotes),
         f"wrap{widths[0]}-hyphens-pages": chain(rewrap(widths[0], hyphenate=True), page_furniture(seed, 45)),
