@@ -174,8 +174,21 @@ def _heading(line: str, standalone: bool, next_line: str | None, hints: dict[str
     return None
 
 
+# A form field or a record key ("NAICS: 561990", "PMID: 0", "SIZE STANDARD: 6.0"), not a heading.
+_FIELD = re.compile(
+    r"^(?!\W*(?:SECTION|SEC\.|ARTICLE|PART|ATTACHMENT|APPENDIX|EXHIBIT|ANNEX|CHAPTER)\b)"
+    r"[^:]{1,40}:\s*(?:\S*[\d_]\S*|\S+)\s*$",
+    re.I,
+)
+_WORDS = re.compile(r"[A-Za-z]{2,}")
+# An abbreviation glued to its expansion, as glossaries come out of PDFs ("RBPreticulocyte-binding protein").
+_GLUED = re.compile(r"^[A-Z]{2,}[a-z]{5,}")
+
+
 def _is_title_line(line: str) -> bool:
     """A short Title Case line standing alone as a paragraph ("Sources of Reported Earnings")."""
+    if _GLUED.match(line):
+        return False
     words = line.split()
     long_words = [w for w in words if len(w) > 3]
     return (
@@ -201,6 +214,8 @@ def _is_caps_heading(line: str) -> bool:
         and not stripped.endswith((",", ";"))
         and not _is_aligned_row(stripped)
         and sum(c.isdigit() for c in stripped) <= len(letters)
+        and not _FIELD.match(stripped)
+        and (len(_WORDS.findall(stripped)) >= 2 or len(letters) >= 5)
     )
 
 

@@ -239,3 +239,12 @@ def test_corpus_offsets_and_bounds(name: str) -> None:
     covered = sum(len(d.text.split()) for d in drafts)
     assert covered >= 0.97 * len(doc.text.split())  # only heading lines stay outside chunks
     assert all(d.text == doc.text[d.char_start : d.char_end] for d in drafts)
+
+
+def test_form_fields_codes_and_glossary_lines_are_no_headings() -> None:
+    lines = ["NAICS: 561990", "PMID: 0", "SIZE STANDARD: 6.0", "0, TCF", "RBPreticulocyte-binding protein", "AAA"]
+    real = ["SECTION 2: TECHNICAL REQUIREMENTS", "INTRODUCTION", "Sources of Reported Earnings", "HUBZone Program"]
+    body = "The crews log each reading and file it with the engineer on duty every morning."
+    doc = make_doc(["\n\n".join(f"{line}\n\n{body}" for line in lines + real)])
+    headings = {b.text for b in parse_blocks(doc) if b.kind == "heading"}
+    assert headings == set(real)
