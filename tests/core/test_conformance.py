@@ -145,3 +145,31 @@ def test_streams_check_reports_per_rule_and_exits_1_while_a_rule_is_broken(tmp_p
     assert report["documents"] == 2 and report["chunks"] > 0
     assert [r["file"] for r in report["refused"]] == [str(figures)]
     assert "not a letter" in report["refused"][0]["reason"]
+
+
+_RUNS = st.lists(
+    st.sampled_from(["bridge", "sensor", "data", "1,912", "0.75", "strain", "(a)", "$4,100", "the", "shall", "x7"]),
+    min_size=1,
+    max_size=90,
+).map(" ".join)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_RUNS, _RUNS.map(lambda s: s.capitalize() + ".")), min_size=2, max_size=14))
+def test_embedding_strategies_keep_hard_limits_and_minimums_on_arbitrary_text(parts: list[str]) -> None:
+    """Small limits make run-on sentences (hard-split by tokens) and short groups common."""
+    from streams.core.chunkers.semantic import ClusterChunker, SemanticChunker
+    from streams.core.conformance import Limits
+
+    doc = _doc(" ".join(parts))
+    tokenizer = get_chunker("window").tokenizer
+    for chunker in (
+        ClusterChunker(tokenizer, min_tokens=8, max_tokens=24),
+        SemanticChunker(tokenizer, min_tokens=8, max_tokens=24),
+    ):
+        drafts = chunker.chunk(doc)
+        records = build_records(doc, chunker, drafts)
+        found = check(doc, drafts, records, tokenizer, Limits(max_tokens=24, min_tokens=8))
+        # Not asserted here: a fragment beside a sentence that fills a chunk on its own (it joins only
+        # if a sentence is cut); issue 25 keeps that open.
+        assert [v for v in found if v.rule != "fragment"] == []

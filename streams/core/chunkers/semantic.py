@@ -24,6 +24,7 @@ from streams.core.text import Span, block_sentence_spans, crosses_line_break, pa
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
+FRAGMENT_TOKENS = 30
 BREAKPOINT_DEFAULTS: dict[str, float] = {
     # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
     "percentile": 75.0,  # break above the 75th percentile of distance = below the 25th of similarity
@@ -94,7 +95,7 @@ class _SentenceEmbeddingChunker(Chunker):
         counter = _RangeCounter(self.tokenizer, text)
         groups, threshold = self.group(vectors, units)
         groups = self._split_oversized(groups, units, counter)
-        groups = self._merge_small(groups, units, vectors, counter)
+        groups = self._fill(self._merge_small(groups, units, vectors, counter), units, counter)
         return [self._draft(text, units, vectors, g, threshold) for g in groups]
 
     def sentence_units(self, text: str) -> list[Span]:
@@ -105,8 +106,17 @@ class _SentenceEmbeddingChunker(Chunker):
         for span, tokens in zip(spans, counts, strict=True):
             if tokens <= self.max_tokens:
                 units.append(span)
-            else:
-                units.extend(_hard_split(self.tokenizer, text, span, self.max_tokens))
+                continue
+            # Even pieces, so no tail is a fragment; a piece cut at a token boundary can count a token
+            # more on its own (BPE merges differ at the cut): cut again, a little shorter, until every
+            # piece fits on the text it carries.
+            parts = -(-tokens // self.max_tokens)
+            limit = min(self.max_tokens, -(-tokens // parts) + 1)
+            pieces = _hard_split(self.tokenizer, text, span, limit)
+            while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.max_tokens for a, b in pieces):
+                limit -= max(1, limit // 50)
+                pieces = _hard_split(self.tokenizer, text, span, limit)
+            units.extend(pieces)
         return units
 
     def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
@@ -172,6 +182,36 @@ class _SentenceEmbeddingChunker(Chunker):
                 out.append(g)
         return out
 
+    def _fill(self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter) -> list[_Group]:
+        """What the similarity pass left under `min_tokens` joins whichever neighbour the union fits
+        (the pass tries only the more similar one); a group under 30 tokens that fits with neither is
+        rebalanced against its smaller neighbour. The minimum is a seed rule, not a preference."""
+
+        def tokens(g: _Group) -> int:
+            return counter(units[g.first][0], units[g.last][1])
+
+        out = list(groups)
+        i = 0
+        while i < len(out) and len(out) > 1:
+            g = out[i]
+            if tokens(g) >= self.min_tokens:
+                i += 1
+                continue
+            near = [j for j in (i - 1, i + 1) if 0 <= j < len(out)]
+            fits = [(min(i, j), max(i, j)) for j in near]
+            fits = [(a, b) for a, b in fits if tokens(_Group(out[a].first, out[b].last, "")) <= self.max_tokens]
+            if fits:
+                a, b = fits[0]
+                out[a : b + 1] = [_Group(out[a].first, out[b].last, out[b].reason)]
+                i = a
+                continue
+            if tokens(g) < FRAGMENT_TOKENS:
+                j = min(near, key=lambda k: tokens(out[k]))
+                a, b = min(i, j), max(i, j)
+                out[a : b + 1] = self._rebalance(out[a], out[b], tokens)
+            i += 1
+        return out
+
     def _rebalance(self, a: _Group, b: _Group, tokens: Callable[[_Group], int]) -> list[_Group]:
         """Split the union of two neighbours at the sentence that maximises the smaller side."""
         best: tuple[int, int] | None = None
@@ -215,7 +255,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.1.0"
+    version = "1.2.0"
     strategy_label = "semantic_percentile"
 
     def __init__(
@@ -279,7 +319,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.1.0"
+    version = "1.2.0"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True

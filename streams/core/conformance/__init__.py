@@ -76,6 +76,7 @@ def check(
     text = doc.text
     out: list[Violation] = []
     doc_tokens = tokenizer.count(text)
+    fragment = FRAGMENT_TOKENS if limits.min_tokens is None else min(FRAGMENT_TOKENS, limits.min_tokens)
     for r, d in zip(records, drafts, strict=True):
         pos = r.position
         if not 0 <= r.char_start <= r.char_end <= len(text):
@@ -95,7 +96,7 @@ def check(
             out.append(Violation("max tokens", pos, f"{carried} > {limits.max_tokens}"))
         if limits.max_words is not None and len(r.text.split()) > limits.max_words:
             out.append(Violation("max words", pos, f"{len(r.text.split())} > {limits.max_words}"))
-        if carried < FRAGMENT_TOKENS <= doc_tokens and len(records) > 1 and not whole:  # one chunk = the document
+        if carried < fragment <= doc_tokens and len(records) > 1 and not whole:  # one chunk = the document
             out.append(Violation("fragment", pos, f"{carried} tokens: {r.text.strip()[:40]!r}"))
         if r.char_end > r.char_start and _cuts_word(text, r.char_start, r.char_end):
             out.append(Violation("cut word", pos, _edges(text, r.char_start, r.char_end)))

@@ -338,3 +338,31 @@ def test_warm_up_loads_the_model_before_the_first_document() -> None:
     assert fresh._model is None
     chunker.warm_up()
     assert fresh._model is not None and fresh.stats.misses == 1
+
+
+def test_a_short_group_joins_whichever_neighbour_it_fits() -> None:
+    """The similarity pass offers a short group to its more similar neighbour only; when that union is
+    over the limit, the other neighbour takes it (a short chunk is a break of seed 004's minimum)."""
+    long = " ".join(f"Span {i} carries strain gauges and tilt meters on every girder of the bridge." for i in range(12))
+    text = f"{long} Readings drift. The crews recalibrate every gauge each spring and log the result."
+    units = block_sentence_spans(text)
+    counter = _RangeCounter(get_tokenizer(), text)
+    chunker = ClusterChunker(get_tokenizer(), min_tokens=50, max_tokens=200, embedder=None)
+    first_long = len(units) - 2  # the long run of sentences, then "Readings drift.", then the last one
+    groups = [_Group(0, first_long - 1, "threshold"), _Group(first_long, first_long, "threshold"),
+              _Group(first_long + 1, first_long + 1, "end_of_document")]  # fmt: skip
+    assert counter(units[0][0], units[first_long][1]) > 200  # it does not fit with the long group
+    filled = chunker._fill(groups, units, counter)
+    sizes = [counter(units[g.first][0], units[g.last][1]) for g in filled]
+    assert all(30 <= n <= 200 for n in sizes), sizes  # and the pair, still short, borrowed sentences
+    assert any(g.first <= first_long and g.last == first_long + 1 for g in filled)
+
+
+def test_a_run_on_sentence_is_cut_into_even_pieces_that_fit_on_their_own_text() -> None:
+    tokenizer = get_tokenizer()
+    run_on = " ".join(["sensor 1,912 strain 0.75 x7 bridge"] * 32)  # 416 tokens, no full stop: one "sentence"
+    chunker = ClusterChunker(tokenizer, min_tokens=50, max_tokens=200, embedder=None)
+    units = chunker.sentence_units(run_on)
+    sizes = [tokenizer.count(run_on[s:e]) for s, e in units]
+    assert len(units) >= 2 and max(sizes) <= 200
+    assert min(sizes) >= 0.8 * max(sizes), sizes  # no short tail to become a fragment
