@@ -55,6 +55,15 @@ def _window_to_mongo(tmp_path: Path, events: list[str]) -> LocalPipeline:
     return LocalPipeline(settings, ["window"], sinks=["mongo"], supervise=True, on_event=events.append)
 
 
+def _stored(pipeline: LocalPipeline, mongo: MongoSink, chunks: int) -> bool:
+    """Whether both stores hold at least `chunks` rows (the vector table may not exist yet)."""
+    try:
+        vectors = LanceTarget(pipeline.settings.lance_dir).count()
+    except Exception:
+        vectors = 0
+    return mongo.count() >= chunks and vectors >= chunks
+
+
 def _kill_broker(pipeline: LocalPipeline) -> None:
     """SIGKILL the embedded broker and supervise until it listens again."""
     assert pipeline.broker is not None and pipeline.broker.proc is not None
@@ -99,15 +108,7 @@ def test_killed_roles_come_back_and_every_document_is_stored_exactly_once(tmp_pa
         publisher.join()
         mongo = MongoSink(pipeline.settings.mongo_url)
         try:
-
-            def stored() -> bool:
-                try:
-                    vectors = LanceTarget(pipeline.settings.lance_dir).count()
-                except Exception:
-                    vectors = 0
-                return mongo.count() >= len(expected) and vectors >= len(expected)
-
-            _supervise_until(pipeline, stored, 400)
+            _supervise_until(pipeline, lambda: _stored(pipeline, mongo, len(expected)), 400)
             rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
             vector_ids = LanceTarget(pipeline.settings.lance_dir).ids()
         finally:
@@ -229,7 +230,8 @@ def test_a_crash_loop_is_stopped_as_failed_and_the_rest_stays_up(tmp_path: Path)
 
 def test_a_broker_killed_with_documents_in_flight_loses_none_of_them(tmp_path: Path) -> None:
     """SIGKILL, unlike SIGTERM, gives noida-db no shutdown path to drop acknowledged writes in: what it had
-    written stays in its files. The publisher's idempotent producer retries what was not acknowledged."""
+    written stays in its files. The publisher's idempotent producer retries what was not acknowledged.
+    MongoDB only: with the vector sink added, 2 of 4 runs stalled (issue 26 stays open on it)."""
     docs = documents(30)
     expected = _expected(docs)
     events: list[str] = []
