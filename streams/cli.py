@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -99,6 +99,7 @@ def check(
     from rich.table import Table
 
     from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.conformance import Violation
     from streams.core.conformance import check as conformance
     from streams.core.document import assemble
     from streams.core.records import build_records
@@ -121,7 +122,7 @@ def check(
             report["chunks"] += len(records)
             found = conformance(doc, drafts, records, chunker.tokenizer)
             if [r.checksum for r in again] != [r.checksum for r in records]:
-                found.append(_nondeterministic())
+                found.append(Violation("deterministic", -1, "a second run gave other chunks or ids"))
             for v in found:
                 rule = report["rules"].setdefault(v.rule, {"count": 0, "examples": []})
                 rule["count"] += 1
@@ -146,12 +147,6 @@ def check(
             out.print(f"{strategy}: {report['documents']} documents, {report['chunks']} chunks, every rule kept")
     if broken:
         raise typer.Exit(1)
-
-
-def _nondeterministic() -> Any:
-    from streams.core.conformance import Violation
-
-    return Violation("deterministic", -1, "a second run gave other chunks or ids")
 
 
 @app.command()

@@ -9,6 +9,9 @@ from typing import Any, ClassVar
 from streams.core.events import AssembledDocument
 from streams.core.tokenizers import Tokenizer
 
+# Seed-wide: a chunk under this many tokens is a fragment unless the whole document is that short.
+FRAGMENT_TOKENS = 30
+
 
 class ChunkingError(ValueError):
     """The document cannot be chunked by this strategy; the agent dead-letters it with this reason."""

@@ -28,7 +28,7 @@ from docling_core.types.doc import (
 )
 from pydantic import PrivateAttr
 
-from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
+from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.hybrid_blocks import Block, parse_blocks
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
@@ -204,9 +204,6 @@ class _Located:
     labels: tuple[str, ...]
     blocks: tuple[Block, ...]
     merged: tuple[str, ...] = ()  # headings of the short neighbours this chunk absorbed
-
-
-FRAGMENT_TOKENS = 30
 
 
 def _union(a: _Located, b: _Located) -> _Located:

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from streams.core.chunkers.base import ChunkDraft, Chunker
+from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker
 from streams.core.events import AssembledDocument
 from streams.core.text import (
     Span,
@@ -83,7 +83,6 @@ _RUNNING_MIN_REPEATS = 3
 # Seed 002 phase 2, as written: a chunk that contains `|`, a tab, pricing, CLIN or line item is a table.
 _SEED_TABLE = re.compile(r"[|\t]|\b(?:pricing|clin|line item)\b", re.I)
 _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
-FRAGMENT_TOKENS = 30
 
 
 def _leading_literal(alternative: str) -> str:

@@ -17,14 +17,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
+from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
 from streams.core.embedding import Embedder, EmbeddingUnavailable, get_embedder
 from streams.core.events import AssembledDocument
 from streams.core.text import Span, block_sentence_spans, crosses_line_break, pack_units_exact, split_span_by_tokens
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
-FRAGMENT_TOKENS = 30
 BREAKPOINT_DEFAULTS: dict[str, float] = {
     # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
     "percentile": 75.0,  # break above the 75th percentile of distance = below the 25th of similarity

@@ -15,11 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from streams.core.chunkers.base import ChunkDraft
+from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.tokenizers import Tokenizer
-
-FRAGMENT_TOKENS = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +54,7 @@ class Violation:
         return {"rule": self.rule, "position": self.position, "detail": self.detail}
 
 
-_SEED_TABLE = re.compile(r"\|\t|\t|\||\b(?:pricing|clin|line item)\b", re.I)
+_SEED_TABLE = re.compile(r"[|\t]|\b(?:pricing|clin|line item)\b", re.I)
 _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
 _CELL_GAP = re.compile(r" {2,}|\t|(?:\s?\.){3,}\s*")
 
