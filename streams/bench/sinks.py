@@ -49,7 +49,9 @@ def run(issued: Path, amended: Path, mongo_url: str) -> dict[str, Any]:
     started = time.perf_counter()
     raw.bulk_write(
         [
-            ReplaceOne({"_id": r.chunk_id}, {**chunk_document(r), "is_latest_version": True}, upsert=True)
+            ReplaceOne(
+                {"_id": r.chunk_id}, {**chunk_document(r), "is_latest_version": True, "retired": False}, upsert=True
+            )
             for r in records
         ]
     )

@@ -1,7 +1,7 @@
 """MongoDB sink: full text and all metadata, upsert by chunk id, flips applied, idempotent.
 
 A flip may reach the sink before the chunk it flips (two topics, no cross-topic order). Upserts therefore
-never set `is_latest_version` on an existing document (`$setOnInsert`), and flips upsert a stub, so the
+never set `is_latest_version` or `retired` on an existing document (`$setOnInsert`), and flips upsert a stub, so the
 end state is the same in any order. Queries on the embedded SecantusDB avoid `$lte` on compound indexes
 (a known bug drops equal rows).
 """
@@ -35,7 +35,6 @@ def chunk_document(record: ChunkRecord) -> dict[str, Any]:
     meta = record.metadata or {}
     body["requirement_flag"] = bool(meta.get("requirement_flag", False))
     body["is_critical"] = bool(meta.get("is_critical", False))
-    body["retired"] = False
     return body
 
 
@@ -59,7 +58,8 @@ class MongoSink:
                 {"_id": r.chunk_id},
                 {
                     "$set": {**chunk_document(r), "stored_ms": now},
-                    "$setOnInsert": {"is_latest_version": r.is_latest_version},
+                    # A status may land before its chunk (two topics): the flags it set must survive the chunk.
+                    "$setOnInsert": {"is_latest_version": r.is_latest_version, "retired": False},
                 },
                 upsert=True,
             )

@@ -1,0 +1,86 @@
+"""The MongoDB sink against a real MongoDB-protocol server: any order of chunks and flips ends the same."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from streams.core.chunkers.window import WindowChunker
+from streams.core.document import assemble
+from streams.core.events import ChunkRecord, ChunkStatus
+from streams.core.records import build_records
+from streams.core.tokenizers import get_tokenizer
+from streams.ops.embedded import document_store
+from streams.sinks.mongo import MongoSink
+from tests.conftest import make_pages
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def sink(tmp_path_factory) -> Iterator[MongoSink]:
+    store = document_store(Path(tmp_path_factory.mktemp("mongo"))).start()
+    sink = MongoSink(f"mongodb://{store.address}")
+    try:
+        yield sink
+    finally:
+        sink.close()
+        store.stop()
+
+
+def _records(doc_id: str) -> list[ChunkRecord]:
+    doc = assemble(make_pages(doc_id, ["a sentence that repeats for a while. " * 120]))
+    chunker = WindowChunker(get_tokenizer())
+    records = build_records(doc, chunker, chunker.chunk(doc))
+    assert len(records) >= 2
+    return records
+
+
+def _retire(records: list[ChunkRecord]) -> list[ChunkStatus]:
+    return [
+        ChunkStatus(
+            chunk_id=r.chunk_id,
+            doc_id=r.doc_id,
+            strategy=r.strategy,
+            amendment_number=r.amendment_number,
+            is_latest_version=False,
+            retired=True,
+        )
+        for r in records
+    ]
+
+
+def _state(sink: MongoSink, doc_id: str) -> list[tuple[str, bool, bool]]:
+    rows = sink.collection.find({"doc_id": doc_id}, {"retired": 1, "is_latest_version": 1})
+    return sorted((r["_id"], r["retired"], r["is_latest_version"]) for r in rows)
+
+
+@pytest.mark.parametrize("order", ["chunks_first", "retire_first", "retire_then_redelivered"])
+def test_a_retirement_holds_whatever_order_it_arrives_in(sink: MongoSink, order: str) -> None:
+    doc_id = f"retire-{order}"
+    records = _records(doc_id)
+    if order == "chunks_first":
+        sink.write_chunks(records)
+        sink.apply_status(_retire(records))
+    else:
+        sink.apply_status(_retire(records))
+        sink.write_chunks(records)
+        if order == "retire_then_redelivered":
+            sink.write_chunks(records)  # at-least-once: the same chunks again
+    assert _state(sink, doc_id) == sorted((r.chunk_id, True, False) for r in records)
+    assert sink.count(doc_id=doc_id) == 0
+    # the full text is there for an audit even though nothing is live
+    assert all(row.get("text") for row in sink.by_ids([r.chunk_id for r in records]))
+
+
+def test_a_redelivered_chunk_does_not_revive_a_flip(sink: MongoSink) -> None:
+    records = _records("flipped")
+    sink.write_chunks(records)
+    flips = [s.model_copy(update={"retired": False}) for s in _retire(records)]
+    sink.apply_status(flips)
+    sink.write_chunks(records)
+    assert _state(sink, "flipped") == sorted((r.chunk_id, False, False) for r in records)
+    assert sink.count(doc_id="flipped") == len(records)
+    assert sink.count(doc_id="flipped", latest_only=True) == 0
