@@ -286,9 +286,30 @@ def up(
     run_up(Settings(), strategies or [s for s in DEFAULT_DEMO if s in built], err, as_json)
 
 
+StoresOpt = Annotated[str, typer.Option("--stores", help="Stores to check, comma-separated: mongo,vectors.")]
+
+
+def _strategies(strategy: list[str] | None, settings: Settings) -> list[str]:
+    from streams.core.chunkers import STRATEGIES
+
+    chosen = strategy or settings.strategies
+    unknown = [s for s in chosen if s not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
+    return chosen
+
+
 @app.command()
-def status(as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False) -> None:
-    """Each role of the running `streams up`: state, uptime, restarts and the last exit reason."""
+def status(
+    doc_id: Annotated[str | None, typer.Argument(help="A document: its whole life instead of the roles.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
+    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
+    stores: StoresOpt = "mongo,vectors",
+) -> None:
+    """Each role of the running `streams up` (state, uptime, restarts, last exit), or one document's life."""
+    if doc_id is not None:
+        _document_status(doc_id, as_json, strategy, stores)
+        return
     from streams.ops.up import HEALTH_FILE
 
     path = Settings().data_dir / HEALTH_FILE
@@ -314,6 +335,91 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print exactly o
             h["last_exit"],
         )
     out.print(table)
+
+
+def _document_status(doc_id: str, as_json: bool, strategy: list[str] | None, stores: str) -> None:
+    from streams.ops.audit import audit_stores, document_status
+
+    settings = Settings()
+    opened = audit_stores(settings, [s for s in stores.split(",") if s])
+    try:
+        report = document_status(settings, doc_id, opened, _strategies(strategy, settings))
+    finally:
+        for store in opened:
+            store.close()
+    if as_json:
+        sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
+        return
+    out.print(f"[bold]{doc_id}[/]" + (" [red](deleted)[/]" if report["deleted"] else ""))
+    for letter in report["dead_letters"]:
+        out.print(f"  [red]dead letter[/] at {letter['stage']}: {letter['reason_code']}: {letter['reason']}")
+    for version in report["versions"]:
+        pages = f"{len(version['pages'])} of {version['page_count']} pages"
+        out.print(f"  amendment {version['amendment']}: {pages}" + (" (latest)" if version["latest"] else ""))
+        for name, row in version["strategies"].items():
+            if row["manifest"] is None:
+                out.print(f"    {name}: [yellow]no manifest[/] (not chunked, or dead-lettered)")
+                continue
+            parts = [f"{row['manifest']['chunks']} chunks ({row['manifest']['chunker_version']})"]
+            for store, held in row["stores"].items():
+                mark = "[green]indexed[/]" if held["indexed_ms"] else "[yellow]not indexed[/]"
+                parts.append(f"{store} {held['held']}/{held['expected']}, {held['latest']} latest, {mark}")
+            out.print(f"    {name}: " + "; ".join(parts))
+    for gap in report["gaps"]:
+        out.print(f"  [red]gap[/] {gap['kind']} {gap['strategy']} {gap['store']} {gap['detail']}".rstrip())
+
+
+@app.command()
+def audit(
+    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only pages published since (ISO-8601).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
+    fix: Annotated[bool, typer.Option("--repair", help="Re-drive every gap that can be repaired.")] = False,
+    stores: StoresOpt = "mongo,vectors",
+) -> None:
+    """Check every document version on the pages topic against manifests and stores; exit 1 while gaps remain."""
+    from streams.ops import metrics
+    from streams.ops.audit import UNREPAIRABLE, audit_stores, repair
+    from streams.ops.audit import audit as run_audit
+    from streams.ops.replay import parse_from
+
+    settings = Settings()
+    chosen = _strategies(strategy, settings)
+    since_ms = parse_from(since) if since else None
+    opened = audit_stores(settings, [s for s in stores.split(",") if s])
+    try:
+        with _progress() as progress:
+            task = progress.add_task("reading the ledger", total=None)
+            report, ledger = run_audit(settings, chosen, opened, since_ms, lambda: progress.advance(task))
+            repaired = None
+            if fix and any(g.kind not in UNREPAIRABLE for g in report.gaps):
+                progress.update(task, description="repairing", total=len(report.gaps), completed=0)
+                repaired = repair(settings, report, ledger, opened, lambda: progress.advance(task))
+    finally:
+        for store in opened:
+            store.close()
+    for kind, count in report.counts().items():
+        metrics.AUDIT_GAPS.labels(kind).set(count)
+    summary = report.as_dict()
+    if repaired is not None:
+        summary["repaired"] = {"rechunked": repaired.rechunked, "resunk": repaired.resunk, "flags": repaired.flags}
+    if as_json:
+        sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
+    else:
+        counts = ", ".join(f"{k} {v}" for k, v in report.counts().items() if v) or "no gaps"
+        err.print(
+            f"audited {report.versions} document versions x {len(chosen)} strategies in {report.seconds:.1f}s: {counts}"
+        )
+        for gap in report.gaps[:20]:
+            where = " ".join(x for x in (gap.strategy, gap.store) if x)
+            out.print(f"  {gap.kind:16} {gap.doc_id}@{gap.amendment} {where} {gap.detail}".rstrip(), highlight=False)
+        if repaired is not None:
+            err.print(
+                f"repair: re-chunked {repaired.rechunked} document versions, re-sank {repaired.resunk} chunks, "
+                f"fixed {repaired.flags} flags; run the audit again once the sinks have caught up"
+            )
+    if report.open_gaps():
+        raise typer.Exit(1)
 
 
 @app.command()

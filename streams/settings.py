@@ -40,6 +40,8 @@ class TopicNames(BaseSettings):
     status: str = "chunks.status"
     dead_letter: str = "streams.dead-letter"
     ticks: str = "streams.assembly-ticks"
+    manifests: str = "documents.manifests"
+    indexed: str = "documents.indexed"
 
 
 class Settings(BaseSettings):

@@ -238,7 +238,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     from streams.core.chunkers import ChunkingError, get_chunker
     from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
-    from streams.core.records import build_records
+    from streams.core.records import build_records, manifest_for
     from streams.core.tokenizers import get_tokenizer
     from streams.core.versions import decide, delete
 
@@ -248,6 +248,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     source = app.topic(topics.documents, topics.versions, key_type=bytes, value_type=bytes)
     chunks = app.topic(topics.chunks, key_type=bytes, value_type=bytes)
     status = app.topic(topics.status, key_type=bytes, value_type=bytes)
+    manifests = app.topic(topics.manifests, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
     versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
     chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
@@ -340,6 +341,12 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 record.is_latest_version = decision.is_latest
                 value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
                 await chunks.send(key=record.chunk_id.encode(), value=value)
+            # After its chunks, before the input offset is committed: the ledger's expectation of the stores.
+            manifest = manifest_for(records, now_ms())
+            await manifests.send(
+                key=manifest.key.encode(),
+                value=codec.encode("document_manifest", manifest.model_dump(), topics.manifests),
+            )
             m.CHUNKS.labels(strategy).inc(len(records))
             m.RECORDS_OUT.labels(f"chunker-{strategy}", topics.chunks).inc(len(records))
             if first_page_ms:

@@ -52,7 +52,15 @@ class SchemaSet:
             for strategy in raw.get("strategies", [path.stem]):
                 self.strategy_records[strategy] = f"{raw['namespace']}.{raw['name']}"
             raws.append(raw)
-        order = ("page_event", "assembled_document", "dead_letter", "chunk_record", "chunk_status")
+        order = (
+            "page_event",
+            "assembled_document",
+            "dead_letter",
+            "chunk_record",
+            "chunk_status",
+            "document_manifest",
+            "document_indexed",
+        )
         raws.extend(_load_json(schema_dir / f"{subject}.avsc") for subject in order)
         # Expanded schemas are self-contained: the fingerprint covers every nested record.
         expanded = expand_schema(raws)[-len(order) :]

@@ -159,3 +159,48 @@ class ChunkStatus(BaseModel):
     retired: bool = False
     superseded_by: int = -1
     timestamp_ms: int = 0
+
+
+class DocumentManifest(BaseModel):
+    """The ledger's expectation for one document version and lineage: every chunk id, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str
+    amendment_number: int
+    strategy: str
+    chunker_version: str
+    document_name: str = ""
+    chunk_ids: list[str]
+    checksums: list[str]
+    is_table: list[bool]
+    chunk_count: int
+    timestamp_ms: int = 0
+
+    @property
+    def key(self) -> str:
+        return manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)
+
+
+def manifest_key(doc_id: str, amendment: int, strategy: str, chunker_version: str) -> str:
+    """One compacted record per document version and lineage (`|` cannot start a version label)."""
+    return f"{doc_id}|{amendment}|{strategy}|{chunker_version}"
+
+
+class DocumentIndexed(BaseModel):
+    """A store holds every chunk a manifest names (or knows why it does not: superseded, retired)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str
+    amendment_number: int
+    strategy: str
+    chunker_version: str
+    store: str
+    chunk_count: int
+    outcome: str = "indexed"
+    indexed_ms: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)}|{self.store}"

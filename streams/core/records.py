@@ -10,7 +10,7 @@ from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
-from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.events import AssembledDocument, ChunkRecord, DocumentManifest
 
 
 def normalized_text(text: str) -> str:
@@ -101,3 +101,29 @@ def build_records(
         body["checksum"] = checksum(body)
         records.append(ChunkRecord(**body))
     return records
+
+
+TABLE_CONTENT_TYPES = {"table", "financial_table", "pricing_table"}
+
+
+def is_table(record: ChunkRecord) -> bool:
+    """Tables live in MongoDB only (seed 002): they are not useful for semantic search."""
+    meta = record.metadata or {}
+    return bool(meta.get("is_table")) or record.content_type in TABLE_CONTENT_TYPES
+
+
+def manifest_for(records: Sequence[ChunkRecord], timestamp_ms: int = 0) -> DocumentManifest:
+    """What the stores must end up holding for this document version: the ledger's expectation."""
+    first = records[0]
+    return DocumentManifest(
+        doc_id=first.doc_id,
+        amendment_number=first.amendment_number,
+        strategy=first.strategy,
+        chunker_version=first.chunker_version,
+        document_name=first.document_name,
+        chunk_ids=[r.chunk_id for r in records],
+        checksums=[r.checksum for r in records],
+        is_table=[is_table(r) for r in records],
+        chunk_count=len(records),
+        timestamp_ms=timestamp_ms,
+    )

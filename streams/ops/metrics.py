@@ -20,6 +20,9 @@ RECORDS_OUT = Counter("streams_records_out", "Records produced", ["role", "topic
 CHUNKS = Counter("streams_chunks", "Chunks published", ["strategy"])
 ROLE_RESTARTS = Counter("streams_role_restarts", "Restarts of a role by the supervisor of `streams up`", ["role"])
 ROLE_STATE = Gauge("streams_role_state", "1 for the state a supervised role is in", ["role", "state"])
+INDEXED = Counter("streams_documents_indexed", "Document versions complete in a store", ["store", "outcome"])
+LEDGER_PENDING = Gauge("streams_ledger_pending", "Manifests a sink waits to see complete in its store", ["store"])
+AUDIT_GAPS = Gauge("streams_audit_gaps", "Gaps the last `streams audit` found, by kind", ["kind"])
 DEAD_LETTERS = Counter("streams_dead_letters", "Dead letters published", ["stage", "reason"])
 LATENCY = Histogram(
     "streams_processing_latency_seconds",

@@ -59,6 +59,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.chunks, p, {**LONG, **big}),
         TopicSpec(t.versions, p, COMPACTED),
         TopicSpec(t.status, p, COMPACTED),
+        TopicSpec(t.manifests, p, {**COMPACTED, **big}),
+        TopicSpec(t.indexed, p, COMPACTED),
         TopicSpec(t.dead_letter, p, {**LONG, **big}),
     ]
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):

@@ -7,8 +7,20 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.core.records import TABLE_CONTENT_TYPES, is_table
 
-TABLE_CONTENT_TYPES = {"table", "financial_table", "pricing_table"}
+__all__ = [
+    "RETIRED",
+    "STORED",
+    "SUPERSEDED",
+    "TABLE_CONTENT_TYPES",
+    "ChunkSink",
+    "Match",
+    "VectorRow",
+    "VectorTarget",
+    "is_table",
+    "section_type",
+]
 
 
 def section_type(record: ChunkRecord) -> str:
@@ -17,20 +29,32 @@ def section_type(record: ChunkRecord) -> str:
     return str(meta.get("section_type") or meta.get("chunk_type") or record.content_type or "text")
 
 
-def is_table(record: ChunkRecord) -> bool:
-    """Tables live in MongoDB only (seed 002): they are not useful for semantic search."""
-    meta = record.metadata or {}
-    return bool(meta.get("is_table")) or record.content_type in TABLE_CONTENT_TYPES
+#: What a store says of a chunk the ledger expects: held, or knowingly absent (and why).
+STORED, SUPERSEDED, RETIRED = "stored", "superseded", "retired"
 
 
 class ChunkSink(Protocol):
     """Idempotent writes: the same batch applied twice leaves the same state."""
 
     name: str
+    #: whether table chunks belong in this store (MongoDB: yes; vectors: no, seed 002)
+    holds_tables: bool
 
     def write_chunks(self, records: Sequence[ChunkRecord]) -> int: ...
 
     def apply_status(self, statuses: Sequence[ChunkStatus]) -> int: ...
+
+    def account(self, ids: Sequence[str]) -> dict[str, str]:
+        """For each of `ids` the store holds or deliberately does not: STORED, SUPERSEDED or RETIRED."""
+        ...
+
+    def latest_flags(self, ids: Sequence[str]) -> dict[str, bool]:
+        """`is_latest_version` of each stored one of `ids` (the audit compares them with the ledger)."""
+        ...
+
+    def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
+        """Repair of a wrong flag, either way (a status flip can only clear it)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -83,5 +107,7 @@ class VectorTarget(Protocol):
     def delete(self, ids: Sequence[str]) -> None: ...
 
     def count(self, latest_only: bool = False) -> int: ...
+
+    def flags(self, ids: Sequence[str]) -> dict[str, bool]: ...
 
     def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]: ...

@@ -57,6 +57,23 @@ class LanceTarget:
     def count(self, latest_only: bool = False) -> int:
         return self.table.count_rows("is_latest_version = true" if latest_only else None)
 
+    def flags(self, ids: Sequence[str]) -> dict[str, bool]:
+        """`is_latest_version` of each of `ids` that is stored: the ledger's view of this store."""
+        found: dict[str, bool] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            rows = (
+                self.table.search()
+                .where(f"chunk_id IN ({_sql_list(batch)})")
+                .select(["chunk_id", "is_latest_version"])
+                .limit(len(batch) * 2)
+                .to_arrow()
+            )
+            found.update(
+                zip(rows.column("chunk_id").to_pylist(), rows.column("is_latest_version").to_pylist(), strict=True)
+            )
+        return found
+
     def ids(self) -> list[str]:
         """Every stored chunk id, duplicates included (a test of exactly-once needs to see them)."""
         return [str(v) for v in self.table.to_arrow().column("chunk_id").to_pylist()]

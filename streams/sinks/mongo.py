@@ -16,7 +16,7 @@ from pymongo import ASCENDING, MongoClient, UpdateOne
 from pymongo.collection import Collection
 
 from streams.core.events import ChunkRecord, ChunkStatus
-from streams.sinks.base import is_table, section_type
+from streams.sinks.base import RETIRED, STORED, is_table, section_type
 
 INDEXES: list[list[tuple[str, int]]] = [
     [("doc_id", ASCENDING), ("amendment_number", ASCENDING)],
@@ -40,6 +40,7 @@ def chunk_document(record: ChunkRecord) -> dict[str, Any]:
 
 class MongoSink:
     name = "mongo"
+    holds_tables = True
 
     def __init__(self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000):
         self.client: MongoClient = MongoClient(url, serverSelectionTimeoutMS=timeout_ms, tz_aware=True)
@@ -79,6 +80,25 @@ class MongoSink:
             ops.append(UpdateOne({"_id": s.chunk_id}, {"$set": change}, upsert=True))
         self.collection.bulk_write(ops, ordered=False)
         return len(ops)
+
+    def _rows(self, ids: Sequence[str], fields: dict[str, int]) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for start in range(0, len(ids), 1000):
+            query = {"_id": {"$in": list(ids[start : start + 1000])}, "text": {"$exists": True}}
+            rows.extend(self.collection.find(query, fields))
+        return rows
+
+    def account(self, ids: Sequence[str]) -> dict[str, str]:
+        """A row with its text counts as held; a retired one too (it is kept, flagged, for audits)."""
+        return {row["_id"]: RETIRED if row.get("retired") else STORED for row in self._rows(ids, {"retired": 1})}
+
+    def latest_flags(self, ids: Sequence[str]) -> dict[str, bool]:
+        return {row["_id"]: bool(row.get("is_latest_version")) for row in self._rows(ids, {"is_latest_version": 1})}
+
+    def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
+        for start in range(0, len(ids), 1000):
+            batch = list(ids[start : start + 1000])
+            self.collection.update_many({"_id": {"$in": batch}}, {"$set": {"is_latest_version": is_latest}})
 
     # -- queries users run ----------------------------------------------------------------------
     def count(self, latest_only: bool = False, **where: Any) -> int:

@@ -189,6 +189,16 @@ class PineconeTarget:
                     )
         return latest
 
+    def flags(self, ids: Sequence[str]) -> dict[str, bool]:
+        """`is_latest_version` of each of `ids` that is stored (fetch by id, 100 at a time)."""
+        found: dict[str, bool] = {}
+        with self._errors("fetch"):
+            for start in range(0, len(ids), FETCH_BATCH):
+                fetched = self._index.fetch(ids=list(ids[start : start + FETCH_BATCH]), namespace=self.namespace)
+                for chunk_id, vector in fetched.vectors.items():
+                    found[chunk_id] = (vector.metadata or {}).get("is_latest_version") is True
+        return found
+
     def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]:
         """Nearest latest-version chunks, optionally of one strategy; scores are the index metric."""
         if k <= 0:

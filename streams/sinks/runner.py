@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
-from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter
+from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
 from streams.ops import metrics
 from streams.ops.groups import client_id
 from streams.ops.topics import client_config
 from streams.polling import QuietConsumer
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
+from streams.sinks.ledger import Tracker
 
 log = logging.getLogger("streams.sinks")
 
@@ -30,6 +31,7 @@ class SinkProgress:
     batches: int = 0
     retries: int = 0
     dead: int = 0
+    indexed: int = 0
 
 
 class SinkRunner:
@@ -39,6 +41,7 @@ class SinkRunner:
         sink: ChunkSink,
         batch_size: int = 256,
         max_backoff_s: float = 30.0,
+        recheck_s: float = 2.0,
     ) -> None:
         self.settings = settings
         self.sink = sink
@@ -46,6 +49,9 @@ class SinkRunner:
         self.max_backoff_s = max_backoff_s
         self.codec = AvroCodec(settings.schema_registry_url)
         self.progress = SinkProgress()
+        self.tracker = Tracker(sink)
+        self.recheck_s = recheck_s
+        self._next_recheck = 0.0
         self.group = f"streams-sink-{sink.name}"
         self.consumer = QuietConsumer(
             Consumer(
@@ -60,7 +66,7 @@ class SinkRunner:
                 }
             )
         )
-        topics = [settings.topics.chunks, settings.topics.status]
+        topics = [settings.topics.chunks, settings.topics.status, settings.topics.manifests]
         if settings.sink_assignment == "manual":
             self._assign_all(topics)
         else:
@@ -93,6 +99,9 @@ class SinkRunner:
             try:
                 if message.topic() == self.settings.topics.chunks:
                     records.append(ChunkRecord(**self.codec.decode("chunk_record", value)))
+                elif message.topic() == self.settings.topics.manifests:
+                    manifest = DocumentManifest(**self.codec.decode("document_manifest", value))
+                    self.tracker.add(manifest, message.partition(), message.offset())
                 else:
                     statuses.append(ChunkStatus(**self.codec.decode("chunk_status", value)))
             except (AvroDecodeError, ValueError) as exc:
@@ -133,15 +142,79 @@ class SinkRunner:
                 backoff = min(backoff * 2, self.max_backoff_s)
         return False
 
+    def _report(self, keys: list[str] | None) -> None:
+        """Publish `documents.indexed` for the pending manifests (`keys`, or all) now complete in the store."""
+        try:
+            events = self.tracker.check(keys)
+        except Exception as exc:  # the store is away: the manifests stay pending, the timer asks again
+            log.warning("sink %s: ledger check failed (%s)", self.sink.name, mask_url(str(exc)))
+            return
+        topic = self.settings.topics.indexed
+        for event in events:
+            value = self.codec.encode("document_indexed", event.model_dump(), topic)
+            self.dead.produce(topic, key=event.key.encode(), value=value)
+            metrics.INDEXED.labels(self.sink.name, event.outcome).inc()
+        if events:
+            remaining = self.dead.flush(30)
+            if remaining:  # pending still: the timer sends them again, and commits stop below them
+                log.warning("sink %s: %d indexed events unacknowledged; rechecking later", self.sink.name, remaining)
+                return
+        self.tracker.done(events)
+        self.progress.indexed += len(events)
+        metrics.LEDGER_PENDING.labels(self.sink.name).set(len(self.tracker.pending))
+
+    def _commit_offsets(self, messages: list) -> list[TopicPartition]:
+        """Past every message consumed, except manifests: those stop at the oldest one still pending."""
+        latest: dict[tuple[str, int], int] = {}
+        for message in messages:
+            key = (message.topic(), message.partition())
+            latest[key] = max(latest.get(key, -1), message.offset() + 1)
+        low = self.tracker.low_water()
+        manifests = self.settings.topics.manifests
+        return [
+            TopicPartition(topic, partition, min(offset, low.get(partition, offset)) if topic == manifests else offset)
+            for (topic, partition), offset in latest.items()
+        ]
+
+    def _recheck(self) -> None:
+        """While manifests are pending, ask the store again now and then (another replica may write)."""
+        if not self.tracker.pending or time.monotonic() < self._next_recheck:
+            return
+        self._next_recheck = time.monotonic() + self.recheck_s
+        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == self.settings.topics.manifests}
+        self.tracker.forget({item.partition for item in self.tracker.pending.values()} - owned)
+        before = self.tracker.low_water()
+        self._report(None)
+        after = self.tracker.low_water()
+        moved = [
+            TopicPartition(self.settings.topics.manifests, p, after.get(p, self._position(p)))
+            for p in before
+            if after.get(p) != before[p]
+        ]
+        if moved:
+            try:
+                self.consumer.commit(offsets=moved, asynchronous=False)
+            except KafkaException as exc:
+                log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
+
+    def _position(self, partition: int) -> int:
+        [tp] = self.consumer.position([TopicPartition(self.settings.topics.manifests, partition)])
+        return tp.offset
+
     def step(self, stop: threading.Event, timeout: float = 0.5) -> int:
         messages = [m for m in self.consumer.consume(self.batch_size, timeout) if not m.error()]
         if not messages:
+            self._recheck()
             return 0
         records, statuses = self._decode(messages)
         if not self._write(records, statuses, stop):
             return 0
+        manifests = self.settings.topics.manifests
+        touched = {(r.doc_id, r.amendment_number, r.strategy, r.chunker_version) for r in records}
+        arrived = [f"{m.key().decode()}" for m in messages if m.topic() == manifests and m.key()]
+        self._report([*arrived, *self.tracker.keys_for(touched)])
         try:
-            self.consumer.commit(asynchronous=False)
+            self.consumer.commit(offsets=self._commit_offsets(messages), asynchronous=False)
         except KafkaException as exc:  # e.g. rebalanced while writing: the batch is redelivered, harmlessly
             log.warning("sink %s: commit failed (%s); the batch will be redelivered", self.sink.name, exc)
             return len(messages)

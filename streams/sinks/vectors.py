@@ -18,7 +18,7 @@ import numpy as np
 
 from streams.core.events import ChunkRecord, ChunkStatus
 from streams.ops.metrics import EMBED_BATCH
-from streams.sinks.base import VectorRow, VectorTarget, is_table, section_type
+from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
 
 
 @dataclass
@@ -89,6 +89,7 @@ class LocalState:
 
 class VectorSink:
     name = "vectors"
+    holds_tables = False
 
     def __init__(self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False):
         from streams.core.embedding import get_embedder
@@ -153,6 +154,22 @@ class VectorSink:
             self.target.set_latest(flipped, False)
             self.stats.flips += len(flipped)
         return len(statuses)
+
+    def account(self, ids: Sequence[str]) -> dict[str, str]:
+        """Stored vectors, and the ones a status removed or kept out (retired; superseded with deletion on)."""
+        found = dict.fromkeys(self.target.flags(ids), STORED)
+        for chunk_id, retired in self.state.statuses([i for i in ids if i not in found]).items():
+            if retired:
+                found[chunk_id] = RETIRED
+            elif self.delete_superseded:
+                found[chunk_id] = SUPERSEDED
+        return found
+
+    def latest_flags(self, ids: Sequence[str]) -> dict[str, bool]:
+        return self.target.flags(ids)
+
+    def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
+        self.target.set_latest(list(ids), is_latest)
 
     def close(self) -> None:
         self.state.close()

@@ -1,0 +1,483 @@
+"""Every document accounted for: the ledger read back, checked against the stores, and repaired.
+
+Ground truth is what reached `pages.cleaned`: every complete document version there must have, per
+strategy, a manifest on `documents.manifests` (or a dead letter saying why not), every chunk the manifest
+names in MongoDB and every non-table one in the vector store, with `is_latest_version` true exactly on
+the newest amendment. Reading: the pages topic (page headers and text, never chunk text), the compacted
+manifest, versions and dead-letter topics, and indexed queries on the stores by chunk id and doc id.
+
+Repair re-drives each gap at the cheapest stage that fixes it. Store-only gaps in the vector store are
+re-sunk from the rows MongoDB holds (no re-chunking, no re-embedding of what the state caches); anything
+else is re-chunked here from the pages on the topic, with the same code and therefore the same ids, and
+published with its manifest, so the sinks do the writing and report `documents.indexed` as usual. Pages
+are not re-published: the assembler drops a finished version's pages as duplicates for an hour. Wrong
+flags are set in the store directly (a status flip can only clear one). Dead letters are reported, never
+repaired: the input itself was refused.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
+
+from streams.codec.avro import AvroCodec
+from streams.core.assembly import BadInput, parse_page
+from streams.core.chunkers import STRATEGIES, get_chunker
+from streams.core.document import assemble
+from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
+from streams.core.records import build_records, manifest_for
+from streams.core.tokenizers import get_tokenizer
+from streams.ops.topics import client_config
+from streams.settings import Settings
+from streams.sinks.base import ChunkSink
+
+GAP_KINDS = (
+    "never_assembled",
+    "not_chunked",
+    "rows_missing",
+    "vectors_missing",
+    "wrong_latest",
+    "orphan",
+    "dead_lettered",
+)
+#: kinds `--repair` leaves alone: the input was refused, or pages never fully arrived
+UNREPAIRABLE = {"dead_lettered", "never_assembled", "orphan"}
+
+
+def read_topic(
+    settings: Settings, topic: str, since_ms: int | None = None, on_message: Callable[[], None] | None = None
+) -> Iterator[Message]:
+    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given)."""
+    consumer = Consumer(
+        {
+            **client_config(settings),
+            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": settings.max_message_bytes,
+            "max.partition.fetch.bytes": settings.max_message_bytes,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return
+        ends: dict[int, int] = {}
+        starts: list[TopicPartition] = []
+        for p in sorted(metadata.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+            if high > low:
+                ends[p] = high
+                starts.append(TopicPartition(topic, p, low))
+        if since_ms is not None and starts:
+            found = consumer.offsets_for_times([TopicPartition(topic, tp.partition, since_ms) for tp in starts], 10)
+            starts = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
+            ends = {tp.partition: ends[tp.partition] for tp in starts}
+        consumer.assign(starts)
+        remaining = set(ends)
+        idle = time.monotonic()
+        while remaining and time.monotonic() - idle < 30:
+            for message in consumer.consume(500, 0.5):
+                if message.error():
+                    continue
+                idle = time.monotonic()
+                if message.offset() + 1 >= ends.get(message.partition(), 0):
+                    remaining.discard(message.partition())
+                if on_message:
+                    on_message()
+                yield message
+    finally:
+        consumer.close()
+
+
+@dataclass
+class Gap:
+    kind: str
+    doc_id: str
+    amendment: int
+    strategy: str = ""
+    store: str = ""
+    detail: str = ""
+    ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ids"] = len(self.ids)
+        return out
+
+
+@dataclass
+class Version:
+    """One document version as the pages topic knows it."""
+
+    doc_id: str
+    amendment: int
+    page_count: int
+    pages: dict[int, tuple[int, int]] = field(default_factory=dict)  # page number -> (partition, offset)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.pages) >= self.page_count and all(n in self.pages for n in range(1, self.page_count + 1))
+
+
+@dataclass
+class Ledger:
+    """What the topics say: document versions, manifests, indexed events, deletions, dead letters."""
+
+    versions: dict[tuple[str, int], Version] = field(default_factory=dict)
+    manifests: dict[tuple[str, int, str], list[DocumentManifest]] = field(default_factory=lambda: defaultdict(list))
+    indexed: dict[tuple[str, int, str], list[DocumentIndexed]] = field(default_factory=lambda: defaultdict(list))
+    deleted: set[str] = field(default_factory=set)
+    dead: dict[str, list[DeadLetter]] = field(default_factory=lambda: defaultdict(list))
+
+    def latest_amendment(self, doc_id: str) -> int:
+        return max(a for d, a in self.versions if d == doc_id)
+
+    def dead_for(self, doc_id: str, stage: str) -> DeadLetter | None:
+        return next((d for d in self.dead.get(doc_id, []) if d.stage == stage), None)
+
+
+def read_ledger(
+    settings: Settings, since_ms: int | None = None, on_message: Callable[[], None] | None = None
+) -> Ledger:
+    codec = AvroCodec(settings.schema_registry_url)
+    topics = settings.topics
+    ledger = Ledger()
+    for message in read_topic(settings, topics.pages, since_ms, on_message):
+        try:
+            page = parse_page(message.value(), lambda raw: codec.decode("page_event", raw), settings.max_page_bytes)
+        except BadInput:
+            continue  # refused at the door: the assembler dead-lettered it, reported from there
+        version = ledger.versions.setdefault(
+            (page.doc_id, page.amendment_number), Version(page.doc_id, page.amendment_number, page.page_count)
+        )
+        version.pages.setdefault(page.page_number, (message.partition(), message.offset()))
+    for message in read_topic(settings, topics.manifests, on_message=on_message):
+        if message.value() is not None:
+            m = DocumentManifest(**codec.decode("document_manifest", message.value()))
+            known = ledger.manifests[(m.doc_id, m.amendment_number, m.strategy)]
+            known[:] = [k for k in known if k.chunker_version != m.chunker_version] + [m]
+    for message in read_topic(settings, topics.indexed, on_message=on_message):
+        if message.value() is not None:
+            e = DocumentIndexed(**codec.decode("document_indexed", message.value()))
+            ledger.indexed[(e.doc_id, e.amendment_number, e.strategy)].append(e)
+    for message in read_topic(settings, topics.versions, on_message=on_message):
+        doc_id = (message.key() or b"").decode("utf-8", "replace")
+        if message.value() is None:
+            ledger.deleted.add(doc_id)
+        else:
+            ledger.deleted.discard(doc_id)
+    for message in read_topic(settings, topics.dead_letter, on_message=on_message):
+        try:
+            letter = DeadLetter(**codec.decode("dead_letter", message.value()))
+        except Exception:
+            continue
+        if letter.doc_id:
+            ledger.dead[letter.doc_id].append(letter)
+    return ledger
+
+
+def lineage(settings: Settings, strategy: str) -> str:
+    """The chunker version the running workers label their records with."""
+    if settings.chunker_version:
+        return settings.chunker_version
+    module, name = STRATEGIES[strategy].split(":")
+    import importlib
+
+    return str(getattr(importlib.import_module(module), name).version)
+
+
+@dataclass
+class AuditReport:
+    versions: int = 0
+    strategies: list[str] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(GAP_KINDS, 0)
+        for gap in self.gaps:
+            out[gap.kind] += 1
+        return out
+
+    def open_gaps(self) -> list[Gap]:
+        return [g for g in self.gaps if g.kind not in {"dead_lettered"}]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "versions": self.versions,
+            "strategies": self.strategies,
+            "seconds": round(self.seconds, 3),
+            "gaps": self.counts(),
+            "details": [g.as_dict() for g in self.gaps],
+        }
+
+
+def audit(
+    settings: Settings,
+    strategies: list[str],
+    stores: list[ChunkSink],
+    since_ms: int | None = None,
+    on_message: Callable[[], None] | None = None,
+    ledger: Ledger | None = None,
+) -> tuple[AuditReport, Ledger]:
+    started = time.perf_counter()
+    ledger = ledger or read_ledger(settings, since_ms, on_message)
+    report = AuditReport(strategies=list(strategies))
+    mongo = next((s for s in stores if s.holds_tables), None)
+    versions_by_doc: dict[str, list[Version]] = defaultdict(list)
+    for version in ledger.versions.values():
+        versions_by_doc[version.doc_id].append(version)
+    for doc_id, versions in sorted(versions_by_doc.items()):
+        if doc_id in ledger.deleted:
+            continue
+        latest = max(v.amendment for v in versions)
+        named: set[str] = set()
+        for version in sorted(versions, key=lambda v: v.amendment):
+            report.versions += 1
+            letter = ledger.dead_for(doc_id, "assembly")
+            if letter is not None:
+                report.gaps.append(Gap("dead_lettered", doc_id, version.amendment, detail=letter.reason))
+                continue
+            if not version.complete:
+                have = len(version.pages)
+                report.gaps.append(
+                    Gap("never_assembled", doc_id, version.amendment, detail=f"{have} of {version.page_count} pages")
+                )
+                continue
+            for strategy in strategies:
+                letter = ledger.dead_for(doc_id, f"chunk:{strategy}")
+                if letter is not None:
+                    report.gaps.append(Gap("dead_lettered", doc_id, version.amendment, strategy, detail=letter.reason))
+                    continue
+                wanted = lineage(settings, strategy)
+                manifest = next(
+                    (
+                        m
+                        for m in ledger.manifests.get((doc_id, version.amendment, strategy), [])
+                        if m.chunker_version == wanted
+                    ),
+                    None,
+                )
+                for m in ledger.manifests.get((doc_id, version.amendment, strategy), []):
+                    named.update(m.chunk_ids)
+                if manifest is None:
+                    report.gaps.append(Gap("not_chunked", doc_id, version.amendment, strategy, detail=wanted))
+                    continue
+                is_latest = version.amendment == latest
+                for store in stores:
+                    ids = [
+                        cid
+                        for cid, table in zip(manifest.chunk_ids, manifest.is_table, strict=True)
+                        if store.holds_tables or not table
+                    ]
+                    found = store.account(ids) if ids else {}
+                    missing = [cid for cid in ids if cid not in found]
+                    if missing:
+                        kind = "rows_missing" if store.holds_tables else "vectors_missing"
+                        detail = f"{len(missing)} of {len(ids)}"
+                        report.gaps.append(Gap(kind, doc_id, version.amendment, strategy, store.name, detail, missing))
+                    flags = store.latest_flags([cid for cid in ids if found.get(cid) == "stored"])
+                    wrong = [cid for cid, flag in flags.items() if flag != is_latest]
+                    if wrong:
+                        detail = f"{len(wrong)} should be is_latest_version={is_latest}"
+                        report.gaps.append(
+                            Gap("wrong_latest", doc_id, version.amendment, strategy, store.name, detail, wrong)
+                        )
+        if mongo is not None:
+            rows = mongo.collection.find({"doc_id": doc_id, "strategy": {"$in": strategies}}, {"_id": 1})  # type: ignore[attr-defined]
+            orphans = sorted(row["_id"] for row in rows if row["_id"] not in named)
+            if orphans:
+                report.gaps.append(
+                    Gap("orphan", doc_id, -1, store=mongo.name, detail=f"{len(orphans)} rows", ids=orphans)
+                )
+    report.seconds = time.perf_counter() - started
+    return report, ledger
+
+
+@dataclass
+class RepairReport:
+    rechunked: int = 0
+    resunk: int = 0
+    flags: int = 0
+    skipped: list[Gap] = field(default_factory=list)
+
+
+def _pages(settings: Settings, version: Version) -> list[PageEvent]:
+    codec = AvroCodec(settings.schema_registry_url)
+    consumer = Consumer(
+        {
+            **client_config(settings),
+            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": settings.max_message_bytes,
+            "max.partition.fetch.bytes": settings.max_message_bytes,
+        }
+    )
+    pages: dict[int, PageEvent] = {}
+    try:
+        for number, (partition, offset) in sorted(version.pages.items()):
+            consumer.assign([TopicPartition(settings.topics.pages, partition, offset)])
+            message = consumer.poll(10)
+            if message is None or message.error():
+                raise RuntimeError(f"page {number} of {version.doc_id} could not be read back")
+            pages[number] = parse_page(message.value(), lambda raw: codec.decode("page_event", raw))
+    finally:
+        consumer.close()
+    return list(pages.values())
+
+
+def repair(
+    settings: Settings,
+    report: AuditReport,
+    ledger: Ledger,
+    stores: list[ChunkSink],
+    on_gap: Callable[[], None] | None = None,
+) -> RepairReport:
+    codec = AvroCodec(settings.schema_registry_url)
+    out = Producer({**client_config(settings), "enable.idempotence": True, "compression.type": settings.compression})
+    done = RepairReport()
+    by_name = {s.name: s for s in stores}
+    mongo = next((s for s in stores if s.holds_tables), None)
+    rechunk: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for gap in report.gaps:
+        if gap.kind in UNREPAIRABLE:
+            done.skipped.append(gap)
+        elif gap.kind == "wrong_latest":
+            by_name[gap.store].set_latest(gap.ids, gap.amendment == ledger.latest_amendment(gap.doc_id))
+            done.flags += len(gap.ids)
+        elif gap.kind == "vectors_missing" and mongo is not None and _resink(settings, codec, out, mongo, gap):
+            done.resunk += len(gap.ids)
+        else:
+            rechunk[(gap.doc_id, gap.amendment)].add(gap.strategy)
+        if on_gap:
+            on_gap()
+    tokenizer = get_tokenizer(settings.tokenizer)
+    for (doc_id, amendment), strategies in sorted(rechunk.items()):
+        doc = assemble(_pages(settings, ledger.versions[(doc_id, amendment)]))
+        for strategy in sorted(strategies):
+            chunker = get_chunker(strategy, tokenizer)
+            chunker.version = lineage(settings, strategy)
+            records = build_records(doc, chunker, chunker.chunk(doc), amendment == ledger.latest_amendment(doc_id))
+            _publish(settings, codec, out, records)
+            done.rechunked += 1
+    remaining = out.flush(60)
+    if remaining:
+        raise RuntimeError(f"{remaining} repair records were not acknowledged by the broker")
+    return done
+
+
+def _publish(settings: Settings, codec: AvroCodec, out: Producer, records: list[ChunkRecord]) -> None:
+    topics = settings.topics
+    for record in records:
+        value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
+        out.produce(topics.chunks, key=record.chunk_id.encode(), value=value)
+        out.poll(0)
+    manifest = manifest_for(records, int(time.time() * 1000))
+    value = codec.encode("document_manifest", manifest.model_dump(), topics.manifests)
+    out.produce(topics.manifests, key=manifest.key.encode(), value=value)
+
+
+def _resink(settings: Settings, codec: AvroCodec, out: Producer, mongo: ChunkSink, gap: Gap) -> bool:
+    """Chunk records rebuilt from MongoDB's rows, when it holds every one the gap names."""
+    rows = mongo.by_ids(gap.ids)  # type: ignore[attr-defined]
+    if len(rows) < len(gap.ids):
+        return False
+    fields = set(ChunkRecord.model_fields)
+    for row in rows:
+        record = ChunkRecord(**{k: v for k, v in row.items() if k in fields} | {"chunk_id": row["_id"]})
+        value = codec.encode("chunk_record", record.model_dump(), settings.topics.chunks)
+        out.produce(settings.topics.chunks, key=record.chunk_id.encode(), value=value)
+        out.poll(0)
+    return True
+
+
+def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
+    """The stores to check, opened for reading (the vector sink's model is never loaded here)."""
+    stores: list[ChunkSink] = []
+    for name in names:
+        if name == "mongo":
+            from streams.sinks.mongo import MongoSink
+
+            stores.append(MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection))
+        elif name == "vectors":
+            from streams.core.embedding import get_embedder
+            from streams.sinks.factory import vector_target
+            from streams.sinks.vectors import VectorSink
+
+            stores.append(
+                VectorSink(
+                    vector_target(settings),
+                    settings.data_dir / "vector-sink" / "state.sqlite",
+                    embedder=get_embedder(settings.embed_model),  # loads nothing until asked to encode
+                    delete_superseded=settings.delete_superseded_vectors,
+                )
+            )
+        else:
+            raise ValueError(f"unknown store {name!r}: use mongo or vectors")
+    return stores
+
+
+def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], strategies: list[str]) -> dict[str, Any]:
+    """The life of one document: pages, assembly or dead letter, and per strategy the ledger and stores."""
+    ledger = read_ledger(settings)
+    versions = sorted((v for v in ledger.versions.values() if v.doc_id == doc_id), key=lambda v: v.amendment)
+    if not versions and doc_id not in ledger.dead:
+        raise ValueError(f"no pages of {doc_id!r} on {settings.topics.pages}")
+    report, _ = audit(settings, strategies, stores, ledger=ledger)
+    gaps = [g.as_dict() for g in report.gaps if g.doc_id == doc_id]
+    latest = max((v.amendment for v in versions), default=-1)
+    out: dict[str, Any] = {
+        "doc_id": doc_id,
+        "deleted": doc_id in ledger.deleted,
+        "dead_letters": [
+            {"stage": d.stage, "reason_code": d.reason_code, "reason": d.reason} for d in ledger.dead.get(doc_id, [])
+        ],
+        "versions": [],
+        "gaps": gaps,
+    }
+    for version in versions:
+        entry: dict[str, Any] = {
+            "amendment": version.amendment,
+            "pages": sorted(version.pages),
+            "page_count": version.page_count,
+            "latest": version.amendment == latest,
+            "strategies": {},
+        }
+        for strategy in strategies:
+            manifests = ledger.manifests.get((doc_id, version.amendment, strategy), [])
+            manifest = next((m for m in manifests if m.chunker_version == lineage(settings, strategy)), None)
+            row: dict[str, Any] = {"manifest": None, "stores": {}}
+            if manifest is not None:
+                row["manifest"] = {"chunker_version": manifest.chunker_version, "chunks": manifest.chunk_count}
+                for store in stores:
+                    ids = [
+                        c
+                        for c, t in zip(manifest.chunk_ids, manifest.is_table, strict=True)
+                        if store.holds_tables or not t
+                    ]
+                    found = store.account(ids) if ids else {}
+                    flags = store.latest_flags([c for c in ids if found.get(c) == "stored"])
+                    indexed = next(
+                        (
+                            e
+                            for e in ledger.indexed.get((doc_id, version.amendment, strategy), [])
+                            if e.store == store.name and e.chunker_version == manifest.chunker_version
+                        ),
+                        None,
+                    )
+                    row["stores"][store.name] = {
+                        "expected": len(ids),
+                        "held": len(found),
+                        "latest": sum(flags.values()),
+                        "indexed_ms": indexed.indexed_ms if indexed else None,
+                        "outcome": indexed.outcome if indexed else None,
+                    }
+            entry["strategies"][strategy] = row
+        out["versions"].append(entry)
+    return out

@@ -1,0 +1,100 @@
+"""A sink's side of the ledger: manifests waiting to be complete in its store, and the events that say so.
+
+A manifest may reach the sink before or after its chunks (two topics, no cross-topic order), and with
+consumer groups another replica may write the chunks. So completeness is never inferred from what this
+process saw: it is asked of the store (`ChunkSink.account`) when a manifest arrives, after each batch that
+touches its document, and on a timer while anything is pending. The manifest offsets a runner commits stop
+at the oldest manifest still pending, so a restart re-reads every manifest not yet reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from streams.core.events import DocumentIndexed, DocumentManifest
+from streams.sinks.base import RETIRED, STORED, ChunkSink
+
+
+@dataclass
+class Pending:
+    manifest: DocumentManifest
+    partition: int
+    offset: int
+
+
+class Tracker:
+    """Pending manifests of one sink, checked against its store; completes them into `DocumentIndexed`."""
+
+    def __init__(self, sink: ChunkSink) -> None:
+        self.sink = sink
+        self.pending: dict[str, Pending] = {}
+        self.reported = 0
+
+    def expected(self, manifest: DocumentManifest) -> list[str]:
+        """The chunk ids this store must account for: all of them, or the non-table ones (vectors)."""
+        if self.sink.holds_tables:
+            return list(manifest.chunk_ids)
+        return [cid for cid, table in zip(manifest.chunk_ids, manifest.is_table, strict=True) if not table]
+
+    def add(self, manifest: DocumentManifest, partition: int, offset: int) -> None:
+        known = self.pending.get(manifest.key)
+        # a redelivered manifest keeps the older offset: that is where a restart must read from
+        self.pending[manifest.key] = Pending(manifest, partition, offset if known is None else known.offset)
+
+    def keys_for(self, touched: Iterable[tuple[str, int, str, str]]) -> list[str]:
+        wanted = set(touched)
+        return [
+            key
+            for key, p in self.pending.items()
+            if (p.manifest.doc_id, p.manifest.amendment_number, p.manifest.strategy, p.manifest.chunker_version)
+            in wanted
+        ]
+
+    def check(self, keys: Iterable[str] | None = None) -> list[DocumentIndexed]:
+        """Events for the pending manifests (all, or `keys`) the store now holds completely; they stay
+        pending until `done`, so an event the broker did not acknowledge is sent again."""
+        done: list[DocumentIndexed] = []
+        for key in list(self.pending if keys is None else dict.fromkeys(keys)):
+            item = self.pending.get(key)
+            if item is None:
+                continue
+            manifest = item.manifest
+            ids = self.expected(manifest)
+            found = self.sink.account(ids) if ids else {}
+            if any(cid not in found for cid in ids):
+                continue
+            outcomes = set(found.values())
+            outcome = "indexed" if outcomes <= {STORED} else RETIRED if RETIRED in outcomes else "superseded"
+            done.append(
+                DocumentIndexed(
+                    doc_id=manifest.doc_id,
+                    amendment_number=manifest.amendment_number,
+                    strategy=manifest.strategy,
+                    chunker_version=manifest.chunker_version,
+                    store=self.sink.name,
+                    chunk_count=len(ids),
+                    outcome=outcome,
+                    indexed_ms=int(time.time() * 1000),
+                )
+            )
+        return done
+
+    def done(self, events: Iterable[DocumentIndexed]) -> None:
+        """Reported (the broker acknowledged the events): no longer pending."""
+        for event in events:
+            key = event.key.rsplit("|", 1)[0]
+            if self.pending.pop(key, None) is not None:
+                self.reported += 1
+
+    def low_water(self) -> dict[int, int]:
+        """Per manifest partition, the offset of the oldest pending manifest (what may be committed)."""
+        lowest: dict[int, int] = {}
+        for item in self.pending.values():
+            lowest[item.partition] = min(lowest.get(item.partition, item.offset), item.offset)
+        return lowest
+
+    def forget(self, partitions: set[int]) -> None:
+        """Manifests of partitions this replica no longer owns are the new owner's to report."""
+        self.pending = {k: p for k, p in self.pending.items() if p.partition not in partitions}
