@@ -159,7 +159,9 @@ class QuietConsumer:
             grown = [
                 (tp.topic, tp.partition)
                 for tp in latest
-                if tp.error is not None or tp.offset < 0 or tp.offset > self._paused[(tp.topic, tp.partition)]
+                # moved either way: grown, or shrunk because a broker lost acknowledged records and came back
+                # (librdkafka then resets an out-of-range position; staying paused would wait forever)
+                if tp.error is not None or tp.offset < 0 or tp.offset != self._paused[(tp.topic, tp.partition)]
             ]
         except KafkaException:  # the broker is away: let librdkafka fetch and reconnect as it would
             grown = paused

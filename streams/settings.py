@@ -77,6 +77,8 @@ class Settings(BaseSettings):
     data_dir: Path = Path("var")
     metrics_port: int = Field(default=0, ge=0, description="/metrics, /healthz, /readyz; 0 = off")
     web_port: int = 0
+    #: Where one-shot jobs (`streams audit` as a CronJob) push their metrics; unset = not pushed.
+    pushgateway_url: str | None = None
     processing_guarantee: str = "at_least_once"
     #: Lineage label written on records instead of the chunker's own version (replays with a new chunker).
     chunker_version: str | None = None

@@ -44,6 +44,9 @@ METRICS = {
     "streams_embedding_batch_seconds_bucket",
     "streams_role_restarts_total",
     "streams_role_state",
+    "streams_documents_indexed_total",
+    "streams_ledger_pending",
+    "streams_audit_gaps",
     "up",
 }
 
@@ -410,6 +413,10 @@ def test_alert_rules_use_only_the_exported_metrics() -> None:
     assert "streams_records_in_total" in stalled and "5m" in stalled
     assert "streams_dead_letters_total" in alerts["StreamsDeadLetters"]["expr"]
     assert metric_names(alerts["StreamsWorkerDown"]["expr"]) == {"up"}
+    gaps = alerts["StreamsLedgerGaps"]
+    assert metric_names(gaps["expr"]) == {"streams_audit_gaps"} and 'kind!="dead_lettered"' in gaps["expr"]
+    assert gaps["for"] == "15m" and gaps["labels"]["severity"] == "warning"
+    assert "streams audit --repair" in gaps["annotations"]["description"]
     for alert in alerts.values():
         assert alert["labels"]["severity"] in {"warning", "critical"}
         assert alert["annotations"]["summary"]
@@ -441,6 +448,13 @@ tests:
         values: '0x40'
       - series: 'up{{job="streams",service="chunker-letter",instance="f"}}'
         values: '1x10'
+      # The audit CronJob pushes its gaps every 15 minutes; the Pushgateway keeps the last value.
+      - series: 'streams_audit_gaps{{kind="vectors_missing",job="streams-audit",instance="g"}}'
+        values: '0x5 3x40'
+      - series: 'streams_audit_gaps{{kind="dead_lettered",job="streams-audit",instance="g"}}'
+        values: '2x40'
+      - series: 'streams_audit_gaps{{kind="orphan",job="streams-audit",instance="g"}}'
+        values: '0x40'
     promql_expr_test:
       - expr: streams:consumer_lag:group{{group="streams-chunker-window"}}
         eval_time: 5m
@@ -468,6 +482,14 @@ tests:
         alertname: StreamsWorkerGone
         exp_alerts:
           - exp_labels: {{severity: critical, service: chunker-letter}}
+      # Gaps since 6m: pending until 15 minutes have passed, then firing; dead letters alone never fire.
+      - eval_time: 20m
+        alertname: StreamsLedgerGaps
+        exp_alerts: []
+      - eval_time: 21m
+        alertname: StreamsLedgerGaps
+        exp_alerts:
+          - exp_labels: {{severity: warning, kind: vectors_missing}}
 """
 
 
@@ -686,6 +708,36 @@ def test_topics_job_runs_streams_topics() -> None:
     pod = job["spec"]["template"]["spec"]
     assert pod["restartPolicy"] in {"OnFailure", "Never"}
     assert [c["args"] for c in pod["containers"]] == [["topics"]]
+
+
+def test_audit_cronjob_runs_streams_audit_and_pushes_its_gaps() -> None:
+    assert "audit-cronjob.yaml" in load_one(K8S / "kustomization.yaml")["resources"]
+    (cron,) = by_kind("CronJob").values()
+    assert cron["metadata"]["name"] == "streams-audit"
+    assert cron["spec"]["schedule"] == "*/15 * * * *"
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert cron["spec"]["successfulJobsHistoryLimit"] >= 1 and cron["spec"]["failedJobsHistoryLimit"] >= 1
+    job = cron["spec"]["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0, "a run that finds gaps is one failed Job, not a retry loop"
+    pod = job["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    assert container["args"] == ["audit"], "`--repair` is for a person to run, never the CronJob"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert {"configMapRef": {"name": "streams-config"}} in container["envFrom"]
+    assert config_map()["STREAMS_PUSHGATEWAY_URL"].startswith("http")
+    env = {e["name"]: e for e in container.get("env", [])}
+    assert "STREAMS_PUSHGATEWAY_URL" not in env, "the pod gets it from the ConfigMap"
+    assert SECRET_SETTINGS & set(env) == SECRET_SETTINGS, "the audit reads Kafka, MongoDB and the vector index"
+    secrets = secret_keys()
+    for entry in env.values():
+        ref = entry.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            assert ref["key"] in secrets[ref["name"]], ref
+    for volume in pod.get("volumes", []):
+        if "secret" in volume:
+            assert volume["secret"]["secretName"] in secrets
 
 
 def test_a_scaled_object_per_strategy_and_sink_on_its_consumer_group(settings: Settings) -> None:
