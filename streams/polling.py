@@ -21,6 +21,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 LATEST = -1  # ListOffsets' timestamp for "the offset the next record will get"
+HELD = 1 << 62  # the position recorded for a partition `hold` paused: nothing is ever past it
+
+
+def _moved(end: int, position: int) -> bool:
+    """Records past the position, or an end offset below it (a broker that lost records it had)."""
+    return end > position or (end < position and position != HELD)
 
 
 class QuietConsumer:
@@ -82,7 +88,7 @@ class QuietConsumer:
         """Stop fetching every assigned partition until `release` (a benchmark keeping its CPU to itself)."""
         self._track_assignment()
         self.consumer.pause([TopicPartition(t, p) for t, p in self._assigned])
-        self._paused.update({tp: 1 << 62 for tp in self._assigned})  # no probe ever finds these grown
+        self._paused.update({tp: HELD for tp in self._assigned})  # no probe ever finds these grown
 
     def release(self) -> None:
         self.consumer.resume([TopicPartition(t, p) for t, p in self._assigned])
@@ -161,7 +167,7 @@ class QuietConsumer:
                 for tp in latest
                 # moved either way: grown, or shrunk because a broker lost acknowledged records and came back
                 # (librdkafka then resets an out-of-range position; staying paused would wait forever)
-                if tp.error is not None or tp.offset < 0 or tp.offset != self._paused[(tp.topic, tp.partition)]
+                if tp.error is not None or tp.offset < 0 or _moved(tp.offset, self._paused[(tp.topic, tp.partition)])
             ]
         except KafkaException:  # the broker is away: let librdkafka fetch and reconnect as it would
             grown = paused

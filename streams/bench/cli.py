@@ -249,7 +249,8 @@ def ledger(
     from streams.bench.ledger import run_ledger_bench
 
     with _progress() as update:
-        report = run_ledger_bench(runs, docs, update)
+        # each run on stderr as it ends: a long bench stopped early still leaves its figures
+        report = run_ledger_bench(runs, docs, update, lambda row: err.print(json.dumps(row, sort_keys=True)))
     if as_json:
         _emit_json(report)
         return

@@ -179,9 +179,16 @@ def one_run(seed: int, docs: int, how: str, progress: Callable[[str], None]) -> 
     }
 
 
-def run_ledger_bench(runs: int, docs: int, update: Callable[[str, int, int], None]) -> dict[str, Any]:
+def run_ledger_bench(
+    runs: int,
+    docs: int,
+    update: Callable[[str, int, int], None],
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     results = []
     for n in range(runs):
         how = "SIGKILL" if n % 2 == 0 else "SIGTERM"
         results.append(one_run(n, docs, how, lambda text, n=n: update(text, n, runs)))
+        if on_result:
+            on_result(results[-1])
     return {"runs": results}
