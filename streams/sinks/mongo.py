@@ -74,10 +74,11 @@ class MongoSink:
             return 0
         ops = []
         for s in statuses:
-            change: dict[str, Any] = {"is_latest_version": False}
             if s.retired:
-                change["retired"] = True
-            ops.append(UpdateOne({"_id": s.chunk_id}, {"$set": change}, upsert=True))
+                update: dict[str, Any] = {"$set": {"is_latest_version": False, "retired": True}}
+            else:  # a stub made by a flip must read as live once its chunk lands, like any other row
+                update = {"$set": {"is_latest_version": False}, "$setOnInsert": {"retired": False}}
+            ops.append(UpdateOne({"_id": s.chunk_id}, update, upsert=True))
         self.collection.bulk_write(ops, ordered=False)
         return len(ops)
 

@@ -96,7 +96,13 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
                         and sinks.mongo.count(latest_only=True) == len(expected[1])
                         and sinks.lance.count() == len(embeddable)
                         and sinks.lance.count(latest_only=True) == latest_vectors
-                    )
+                    ),
+                    context=lambda: (
+                        f"mongo {sinks.mongo.count()}/{total} latest {sinks.mongo.count(latest_only=True)}/"
+                        f"{len(expected[1])}; vectors {sinks.lance.count()}/{len(embeddable)} latest "
+                        f"{sinks.lance.count(latest_only=True)}/{latest_vectors}; runners "
+                        f"{[(r.progress, len(r.tracker.pending)) for r in sinks.runners]}"
+                    ),
                 )
                 time.sleep(2)  # anything late (a duplicate) would land now
                 replayed = None

@@ -84,3 +84,13 @@ def test_a_redelivered_chunk_does_not_revive_a_flip(sink: MongoSink) -> None:
     assert _state(sink, "flipped") == sorted((r.chunk_id, False, False) for r in records)
     assert sink.count(doc_id="flipped") == len(records)
     assert sink.count(doc_id="flipped", latest_only=True) == 0
+
+
+def test_a_flip_that_lands_before_its_chunk_leaves_a_live_row(sink: MongoSink) -> None:
+    records = _records("flip-first")
+    flips = [s.model_copy(update={"retired": False}) for s in _retire(records)]
+    sink.apply_status(flips)
+    sink.write_chunks(records)
+    assert _state(sink, "flip-first") == sorted((r.chunk_id, False, False) for r in records)
+    assert sink.count(doc_id="flip-first") == len(records)
+    assert sink.count(doc_id="flip-first", latest_only=True) == 0
