@@ -15,7 +15,6 @@ The aiokafka side (faust workers) has its own correction in `streams.agents.tran
 from __future__ import annotations
 
 import time
-from contextlib import suppress
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -42,6 +41,7 @@ class QuietConsumer:
         self.consumer = consumer
         self.window_s, self.probe_min_s, self.probe_max_s = window_s, probe_min_s, probe_max_s
         self._paused: dict[tuple[str, int], int] = {}  # partition -> its position (next offset) when paused
+        self._reseek: dict[tuple[str, int], int] = {}  # resumed partitions whose wake-up seek has not taken yet
         self._starts: dict[tuple[str, int], int] = {}  # where assign() put each partition, when it said so
         self._assigned: frozenset[tuple[str, int]] = frozenset()
         self._probe_s = probe_min_s
@@ -64,6 +64,11 @@ class QuietConsumer:
         deadline = time.monotonic() + timeout
         while True:
             self._track_assignment()
+            for key, position in list(self._reseek.items()):
+                if key in self._paused or key not in self._assigned:
+                    self._reseek.pop(key)
+                else:
+                    self._seek(key, position)
             active = [tp for tp in self._assigned if tp not in self._paused]
             remaining = deadline - time.monotonic()
             if active:
@@ -84,6 +89,16 @@ class QuietConsumer:
             if time.monotonic() >= deadline:
                 return []
 
+    def _seek(self, key: tuple[str, int], position: int) -> None:
+        """A seek wakes librdkafka's fetcher at once; a bare resume waited up to a second for it. Right
+        after a resume the partition may not be fetchable yet and the seek fails: it is tried again at
+        the next `consume` until it takes (or the partition is paused again)."""
+        try:
+            self.consumer.seek(TopicPartition(*key, position))
+            self._reseek.pop(key, None)
+        except KafkaException:
+            self._reseek[key] = position
+
     def hold(self) -> None:
         """Stop fetching every assigned partition until `release` (a benchmark keeping its CPU to itself)."""
         self._track_assignment()
@@ -95,6 +110,12 @@ class QuietConsumer:
         self._paused.clear()
 
     def _take(self, num_messages: int, wait: float) -> list[Message]:
+        messages = self._fetched(num_messages, wait)
+        for message in messages:  # fetching again: a late seek would now rewind and duplicate
+            self._reseek.pop((message.topic(), message.partition()), None)
+        return messages
+
+    def _fetched(self, num_messages: int, wait: float) -> list[Message]:
         messages = self.consumer.consume(num_messages, 0)
         if messages or wait <= 0:
             return messages
@@ -176,8 +197,7 @@ class QuietConsumer:
             for topic, partition in grown:
                 # A seek wakes librdkafka's fetcher at once; a bare resume waited up to a second for it.
                 position = self._paused.pop((topic, partition))
-                with suppress(KafkaException):  # not fetchable yet: the resume alone gets there
-                    self.consumer.seek(TopicPartition(topic, partition, position))
+                self._seek((topic, partition), position)
             self._probe_s = self.probe_min_s
         else:
             self._probe_s = min(self._probe_s * 2, self.probe_max_s)
