@@ -243,6 +243,7 @@ def sinks(
 def ledger(
     runs: Annotated[int, typer.Option("--runs", min=1, help="Broker restarts (alternately SIGKILL and SIGTERM).")] = 20,
     docs: Annotated[int, typer.Option("--docs", min=1, help="Documents per run.")] = 200,
+    first: Annotated[int, typer.Option("--first", min=0, help="Number of the first run (its seed).")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Broker restarts with writes in flight: documents lost, found by `streams audit`, left after the repair."""
@@ -250,7 +251,7 @@ def ledger(
 
     with _progress() as update:
         # each run on stderr as it ends: a long bench stopped early still leaves its figures
-        report = run_ledger_bench(runs, docs, update, lambda row: err.print(json.dumps(row, sort_keys=True)))
+        report = run_ledger_bench(runs, docs, update, lambda row: err.print(json.dumps(row, sort_keys=True)), first)
     if as_json:
         _emit_json(report)
         return

@@ -190,11 +190,12 @@ def run_ledger_bench(
     docs: int,
     update: Callable[[str, int, int], None],
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    first: int = 0,
 ) -> dict[str, Any]:
     results = []
-    for n in range(runs):
+    for n in range(first, first + runs):
         how = "SIGKILL" if n % 2 == 0 else "SIGTERM"
-        results.append(one_run(n, docs, how, lambda text, n=n: update(text, n, runs)))
+        results.append(one_run(n, docs, how, lambda text, n=n: update(text, n - first, runs)))
         if on_result:
             on_result(results[-1])
     return {"runs": results}

@@ -94,3 +94,41 @@ def test_a_flip_that_lands_before_its_chunk_leaves_a_live_row(sink: MongoSink) -
     assert _state(sink, "flip-first") == sorted((r.chunk_id, False, False) for r in records)
     assert sink.count(doc_id="flip-first") == len(records)
     assert sink.count(doc_id="flip-first", latest_only=True) == 0
+
+
+def test_a_manifest_is_reported_only_once_its_store_holds_every_chunk(sink: MongoSink) -> None:
+    from streams.core.records import manifest_for
+    from streams.sinks.ledger import Tracker
+
+    records = _records("ledgered")
+    tracker = Tracker(sink)
+    tracker.add(manifest_for(records), partition=1, offset=7)  # the manifest first, no chunk yet
+    assert tracker.check() == [] and tracker.low_water() == {1: 7}
+    sink.write_chunks(records[:-1])  # all but one: still incomplete
+    assert tracker.check() == []
+    tracker.add(manifest_for(records), partition=1, offset=9)  # redelivered: a restart must read from 7
+    assert tracker.low_water() == {1: 7}
+    sink.write_chunks(records[-1:])
+    [event] = tracker.check()
+    assert (event.doc_id, event.store, event.chunk_count, event.outcome) == (
+        "ledgered",
+        "mongo",
+        len(records),
+        "indexed",
+    )
+    assert tracker.pending  # until the event is acknowledged
+    tracker.done([event])
+    assert not tracker.pending and tracker.low_water() == {}
+
+
+def test_a_retired_document_is_reported_as_retired_not_missing(sink: MongoSink) -> None:
+    from streams.core.records import manifest_for
+    from streams.sinks.ledger import Tracker
+
+    records = _records("ledger-retired")
+    sink.apply_status(_retire(records))
+    sink.write_chunks(records)
+    tracker = Tracker(sink)
+    tracker.add(manifest_for(records), partition=0, offset=0)
+    [event] = tracker.check()
+    assert event.outcome == "retired"

@@ -140,3 +140,28 @@ def test_superseded_vectors_are_deleted_when_asked(target, tmp_path: Path) -> No
     sink.write_chunks(v0 + v1)
     sink.apply_status(_superseded_by_amendment_1(v0))
     assert target.count() == target.count(latest_only=True) == len(v1)
+
+
+def test_the_ledger_counts_only_embeddable_chunks_and_a_superseded_version_is_not_missing(
+    target, tmp_path: Path
+) -> None:
+    from streams.core.records import manifest_for
+    from streams.sinks.ledger import Tracker
+
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder(), delete_superseded=True)
+    v0, v1 = _records(0, SECTIONS_V0), _records(1, SECTIONS_V1)
+    tracker = Tracker(sink)
+    tracker.add(manifest_for(v1), 0, 0)
+    tracker.add(manifest_for(v0), 0, 1)
+    sink.write_chunks(v1)
+    [event] = tracker.check()
+    assert event.amendment_number == 1 and event.outcome == "indexed"
+    assert event.chunk_count == sum(1 for r in v1 if not r.metadata.get("is_table"))  # tables are MongoDB's
+    tracker.done([event])
+    # amendment 1 came first: amendment 0 is flipped before its chunks land, so they never do
+    sink.apply_status(_superseded_by_amendment_1(v0))
+    sink.write_chunks(v0)
+    [late] = tracker.check()
+    assert late.amendment_number == 0 and late.outcome == "superseded"
+    embeddable = [r.chunk_id for r in v1 if not r.metadata.get("is_table")]
+    assert sink.latest_flags(embeddable) == dict.fromkeys(embeddable, True)
