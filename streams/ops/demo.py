@@ -136,7 +136,7 @@ def run_demo(
 
                 publish_pages(pipeline.settings, pages, on_sent=sent)
                 view.stage("chunking")
-                collector = Collector(pipeline.settings, watch_documents=True)
+                collector = Collector(pipeline.settings, watch_documents=True, watch_indexed=sinks)
                 try:
                     result, stored = _follow(pipeline, collector, docs, chosen, sinks, timeout, counts, view)
                 finally:
@@ -169,8 +169,8 @@ def _follow(
     counts: DemoCounts,
     view: DemoView,
 ) -> tuple[Collected, dict]:
-    """Until every document is chunked by every strategy (or dead-lettered) and, with sinks, MongoDB holds
-    every chunk and the vector store every non-table chunk with its final flag; then at once."""
+    """Until every document is chunked by every strategy (or dead-lettered) and, with sinks, `documents.indexed`
+    reports each complete in both stores and their latest flags are final; then at once."""
     stores = _StoreCounts(pipeline) if sinks else None
     deadline = time.monotonic() + timeout
     result = collector.result
@@ -194,8 +194,13 @@ def _follow(
                 if sinks:
                     view.stage("storing")
             if stores is not None:
-                got = stores.read()
-                counts.rows, counts.vectors = got["mongo"][0], got["vectors"][0]
+                # progress from `documents.indexed`; the stores are queried only once it says all is there
+                indexed = collector.indexed
+                counts.rows = sum(n for (_, _, _, store), n in indexed.items() if store == "mongo")
+                counts.vectors = sum(n for (_, _, _, store), n in indexed.items() if store == "vectors")
+                complete = [(d, a, s) for d, a in docs for s in chosen if result.complete(d, a, s)]
+                if settled and all((*k, store) in indexed for k in complete for store in ("mongo", "vectors")):
+                    got = stores.read()  # and the flips of older amendments, which no event covers
             view.show()
             if settled and (not sinks or got == want):
                 break

@@ -147,11 +147,13 @@ class Collected:
 class Collector:
     """Reads chunks and dead letters from the beginning, without a consumer group commit."""
 
-    def __init__(self, settings: Settings, watch_documents: bool = False) -> None:
+    def __init__(self, settings: Settings, watch_documents: bool = False, watch_indexed: bool = False) -> None:
         self.settings = settings
         self.codec = AvroCodec(settings.schema_registry_url)
         self.result = Collected()
         self.documents_seen: set[tuple[str, int]] = set()  # (doc_id, amendment) assembled, with watch_documents
+        #: (doc_id, amendment, strategy, store) -> chunks, from `documents.indexed`, with watch_indexed
+        self.indexed: dict[tuple[str, int, str, str], int] = {}
         self.consumer = QuietConsumer(
             Consumer(
                 {
@@ -167,6 +169,8 @@ class Collector:
         topics = [settings.topics.chunks, settings.topics.dead_letter]
         if watch_documents:
             topics.append(settings.topics.documents)
+        if watch_indexed:
+            topics.append(settings.topics.indexed)
         self.consumer.assign([TopicPartition(t, p, 0) for t in topics for p in range(settings.partitions)])
 
     def poll(self, seconds: float = 0.5) -> int:
@@ -183,6 +187,10 @@ class Collector:
                     ChunkRecord(**self.codec.decode("chunk_record", message.value())),
                     stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else None,
                 )
+            elif message.topic() == self.settings.topics.indexed:
+                event = self.codec.decode("document_indexed", message.value())
+                key = (event["doc_id"], event["amendment_number"], event["strategy"], event["store"])
+                self.indexed[key] = event["chunk_count"]
             elif message.topic() == self.settings.topics.documents:
                 document = self.codec.decode("assembled_document", message.value())
                 self.documents_seen.add((document["doc_id"], document["amendment_number"]))
