@@ -50,11 +50,9 @@ GAP_KINDS = (
 UNREPAIRABLE = {"dead_lettered", "never_assembled", "orphan"}
 
 
-def read_topic(
-    settings: Settings, topic: str, since_ms: int | None = None, on_message: Callable[[], None] | None = None
-) -> Iterator[Message]:
-    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given)."""
-    consumer = Consumer(
+def _reader(settings: Settings) -> Consumer:
+    """A consumer that reads by assignment and never commits: the audit leaves no trace in any group."""
+    return Consumer(
         {
             **client_config(settings),
             "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
@@ -63,6 +61,13 @@ def read_topic(
             "max.partition.fetch.bytes": settings.max_message_bytes,
         }
     )
+
+
+def read_topic(
+    settings: Settings, topic: str, since_ms: int | None = None, on_message: Callable[[], None] | None = None
+) -> Iterator[Message]:
+    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given)."""
+    consumer = _reader(settings)
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if metadata is None or metadata.error is not None:
@@ -310,15 +315,7 @@ class RepairReport:
 
 def _pages(settings: Settings, version: Version) -> list[PageEvent]:
     codec = AvroCodec(settings.schema_registry_url)
-    consumer = Consumer(
-        {
-            **client_config(settings),
-            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": settings.max_message_bytes,
-            "max.partition.fetch.bytes": settings.max_message_bytes,
-        }
-    )
+    consumer = _reader(settings)
     pages: dict[int, PageEvent] = {}
     try:
         for number, (partition, offset) in sorted(version.pages.items()):
