@@ -401,13 +401,9 @@ def audit(
     for kind, count in report.counts().items():
         metrics.AUDIT_GAPS.labels(kind).set(count)
     if settings.pushgateway_url:  # a CronJob is gone before any scrape: push, as Prometheus advises
-        from prometheus_client import CollectorRegistry, Gauge, push_to_gateway
+        from prometheus_client import push_to_gateway
 
-        registry = CollectorRegistry()
-        gaps = Gauge("streams_audit_gaps", "Gaps the last `streams audit` found, by kind", ["kind"], registry=registry)
-        for kind, count in report.counts().items():
-            gaps.labels(kind).set(count)
-        push_to_gateway(settings.pushgateway_url, job="streams-audit", registry=registry)
+        push_to_gateway(settings.pushgateway_url, job="streams-audit", registry=metrics.AUDIT_REGISTRY)
     summary = report.as_dict()
     if repaired is not None:
         summary["repaired"] = {"rechunked": repaired.rechunked, "resunk": repaired.resunk, "flags": repaired.flags}

@@ -181,6 +181,12 @@ class DocumentManifest(BaseModel):
     def key(self) -> str:
         return manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)
 
+    def ids_held_by(self, holds_tables: bool) -> list[str]:
+        """The chunk ids a store must account for: all of them, or the non-table ones (vectors, seed 002)."""
+        if holds_tables:
+            return list(self.chunk_ids)
+        return [cid for cid, table in zip(self.chunk_ids, self.is_table, strict=True) if not table]
+
 
 def manifest_key(doc_id: str, amendment: int, strategy: str, chunker_version: str) -> str:
     """One compacted record per document version and lineage (`|` cannot start a version label)."""
@@ -202,5 +208,9 @@ class DocumentIndexed(BaseModel):
     indexed_ms: int = 0
 
     @property
+    def manifest_key(self) -> str:
+        return manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)
+
+    @property
     def key(self) -> str:
-        return f"{manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)}|{self.store}"
+        return f"{self.manifest_key}|{self.store}"

@@ -35,7 +35,7 @@ from streams.core.records import build_records, manifest_for
 from streams.core.tokenizers import get_tokenizer
 from streams.ops.topics import client_config
 from streams.settings import Settings
-from streams.sinks.base import ChunkSink
+from streams.sinks.base import STORED, ChunkSink
 
 GAP_KINDS = (
     "never_assembled",
@@ -143,6 +143,11 @@ class Ledger:
     def latest_amendment(self, doc_id: str) -> int:
         return max(a for d, a in self.versions if d == doc_id)
 
+    def manifest(self, doc_id: str, amendment: int, strategy: str, chunker_version: str) -> DocumentManifest | None:
+        """The manifest of one lineage (a replay with a new chunker version publishes another)."""
+        found = self.manifests.get((doc_id, amendment, strategy), [])
+        return next((m for m in found if m.chunker_version == chunker_version), None)
+
     def dead_for(self, doc_id: str, stage: str) -> DeadLetter | None:
         return next((d for d in self.dead.get(doc_id, []) if d.stage == stage), None)
 
@@ -230,14 +235,17 @@ def audit(
     since_ms: int | None = None,
     on_message: Callable[[], None] | None = None,
     ledger: Ledger | None = None,
+    only_doc: str | None = None,
 ) -> tuple[AuditReport, Ledger]:
+    """Gaps of every document version on the pages topic (or of `only_doc`'s only)."""
     started = time.perf_counter()
     ledger = ledger or read_ledger(settings, since_ms, on_message)
     report = AuditReport(strategies=list(strategies))
     mongo = next((s for s in stores if s.holds_tables), None)
     versions_by_doc: dict[str, list[Version]] = defaultdict(list)
     for version in ledger.versions.values():
-        versions_by_doc[version.doc_id].append(version)
+        if only_doc is None or version.doc_id == only_doc:
+            versions_by_doc[version.doc_id].append(version)
     for doc_id, versions in sorted(versions_by_doc.items()):
         if doc_id in ledger.deleted:
             continue
@@ -261,14 +269,7 @@ def audit(
                     report.gaps.append(Gap("dead_lettered", doc_id, version.amendment, strategy, detail=letter.reason))
                     continue
                 wanted = lineage(settings, strategy)
-                manifest = next(
-                    (
-                        m
-                        for m in ledger.manifests.get((doc_id, version.amendment, strategy), [])
-                        if m.chunker_version == wanted
-                    ),
-                    None,
-                )
+                manifest = ledger.manifest(doc_id, version.amendment, strategy, wanted)
                 for m in ledger.manifests.get((doc_id, version.amendment, strategy), []):
                     named.update(m.chunk_ids)
                 if manifest is None:
@@ -276,18 +277,14 @@ def audit(
                     continue
                 is_latest = version.amendment == latest
                 for store in stores:
-                    ids = [
-                        cid
-                        for cid, table in zip(manifest.chunk_ids, manifest.is_table, strict=True)
-                        if store.holds_tables or not table
-                    ]
+                    ids = manifest.ids_held_by(store.holds_tables)
                     found = store.account(ids) if ids else {}
                     missing = [cid for cid in ids if cid not in found]
                     if missing:
                         kind = "rows_missing" if store.holds_tables else "vectors_missing"
                         detail = f"{len(missing)} of {len(ids)}"
                         report.gaps.append(Gap(kind, doc_id, version.amendment, strategy, store.name, detail, missing))
-                    flags = store.latest_flags([cid for cid in ids if found.get(cid) == "stored"])
+                    flags = store.latest_flags([cid for cid in ids if found.get(cid) == STORED])
                     wrong = [cid for cid, flag in flags.items() if flag != is_latest]
                     if wrong:
                         detail = f"{len(wrong)} should be is_latest_version={is_latest}"
@@ -426,8 +423,8 @@ def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], st
     versions = sorted((v for v in ledger.versions.values() if v.doc_id == doc_id), key=lambda v: v.amendment)
     if not versions and doc_id not in ledger.dead:
         raise ValueError(f"no pages of {doc_id!r} on {settings.topics.pages}")
-    report, _ = audit(settings, strategies, stores, ledger=ledger)
-    gaps = [g.as_dict() for g in report.gaps if g.doc_id == doc_id]
+    report, _ = audit(settings, strategies, stores, ledger=ledger, only_doc=doc_id)
+    gaps = [g.as_dict() for g in report.gaps]
     latest = max((v.amendment for v in versions), default=-1)
     out: dict[str, Any] = {
         "doc_id": doc_id,
@@ -447,19 +444,14 @@ def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], st
             "strategies": {},
         }
         for strategy in strategies:
-            manifests = ledger.manifests.get((doc_id, version.amendment, strategy), [])
-            manifest = next((m for m in manifests if m.chunker_version == lineage(settings, strategy)), None)
+            manifest = ledger.manifest(doc_id, version.amendment, strategy, lineage(settings, strategy))
             row: dict[str, Any] = {"manifest": None, "stores": {}}
             if manifest is not None:
                 row["manifest"] = {"chunker_version": manifest.chunker_version, "chunks": manifest.chunk_count}
                 for store in stores:
-                    ids = [
-                        c
-                        for c, t in zip(manifest.chunk_ids, manifest.is_table, strict=True)
-                        if store.holds_tables or not t
-                    ]
+                    ids = manifest.ids_held_by(store.holds_tables)
                     found = store.account(ids) if ids else {}
-                    flags = store.latest_flags([c for c in ids if found.get(c) == "stored"])
+                    flags = store.latest_flags([c for c in ids if found.get(c) == STORED])
                     indexed = next(
                         (
                             e

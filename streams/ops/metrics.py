@@ -11,7 +11,15 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -22,7 +30,11 @@ ROLE_RESTARTS = Counter("streams_role_restarts", "Restarts of a role by the supe
 ROLE_STATE = Gauge("streams_role_state", "1 for the state a supervised role is in", ["role", "state"])
 INDEXED = Counter("streams_documents_indexed", "Document versions complete in a store", ["store", "outcome"])
 LEDGER_PENDING = Gauge("streams_ledger_pending", "Manifests a sink waits to see complete in its store", ["store"])
-AUDIT_GAPS = Gauge("streams_audit_gaps", "Gaps the last `streams audit` found, by kind", ["kind"])
+#: `streams audit` is a one-shot job: its gauge has a registry of its own, pushed alone to a Pushgateway.
+AUDIT_REGISTRY = CollectorRegistry()
+AUDIT_GAPS = Gauge(
+    "streams_audit_gaps", "Gaps the last `streams audit` found, by kind", ["kind"], registry=AUDIT_REGISTRY
+)
 DEAD_LETTERS = Counter("streams_dead_letters", "Dead letters published", ["stage", "reason"])
 LATENCY = Histogram(
     "streams_processing_latency_seconds",

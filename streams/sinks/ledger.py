@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from streams.core.events import DocumentIndexed, DocumentManifest
+from streams.core.events import DocumentIndexed, DocumentManifest, manifest_key
 from streams.sinks.base import RETIRED, STORED, ChunkSink
 
 
@@ -32,25 +32,14 @@ class Tracker:
         self.pending: dict[str, Pending] = {}
         self.reported = 0
 
-    def expected(self, manifest: DocumentManifest) -> list[str]:
-        """The chunk ids this store must account for: all of them, or the non-table ones (vectors)."""
-        if self.sink.holds_tables:
-            return list(manifest.chunk_ids)
-        return [cid for cid, table in zip(manifest.chunk_ids, manifest.is_table, strict=True) if not table]
-
     def add(self, manifest: DocumentManifest, partition: int, offset: int) -> None:
         known = self.pending.get(manifest.key)
         # a redelivered manifest keeps the older offset: that is where a restart must read from
         self.pending[manifest.key] = Pending(manifest, partition, offset if known is None else known.offset)
 
     def keys_for(self, touched: Iterable[tuple[str, int, str, str]]) -> list[str]:
-        wanted = set(touched)
-        return [
-            key
-            for key, p in self.pending.items()
-            if (p.manifest.doc_id, p.manifest.amendment_number, p.manifest.strategy, p.manifest.chunker_version)
-            in wanted
-        ]
+        """The pending manifests of these (doc_id, amendment, strategy, chunker_version)."""
+        return [key for key in {manifest_key(*t) for t in touched} if key in self.pending]
 
     def check(self, keys: Iterable[str] | None = None) -> list[DocumentIndexed]:
         """Events for the pending manifests (all, or `keys`) the store now holds completely; they stay
@@ -61,7 +50,7 @@ class Tracker:
             if item is None:
                 continue
             manifest = item.manifest
-            ids = self.expected(manifest)
+            ids = manifest.ids_held_by(self.sink.holds_tables)
             found = self.sink.account(ids) if ids else {}
             if any(cid not in found for cid in ids):
                 continue
@@ -84,8 +73,7 @@ class Tracker:
     def done(self, events: Iterable[DocumentIndexed]) -> None:
         """Reported (the broker acknowledged the events): no longer pending."""
         for event in events:
-            key = event.key.rsplit("|", 1)[0]
-            if self.pending.pop(key, None) is not None:
+            if self.pending.pop(event.manifest_key, None) is not None:
                 self.reported += 1
 
     def low_water(self) -> dict[int, int]:

@@ -211,7 +211,7 @@ class SinkRunner:
             return 0
         manifests = self.settings.topics.manifests
         touched = {(r.doc_id, r.amendment_number, r.strategy, r.chunker_version) for r in records}
-        arrived = [f"{m.key().decode()}" for m in messages if m.topic() == manifests and m.key()]
+        arrived = [m.key().decode() for m in messages if m.topic() == manifests and m.key()]
         self._report([*arrived, *self.tracker.keys_for(touched)])
         try:
             self.consumer.commit(offsets=self._commit_offsets(messages), asynchronous=False)
