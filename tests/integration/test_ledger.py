@@ -7,8 +7,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -98,9 +102,33 @@ def run_audit(settings: Settings, **kwargs):
     return report, repaired
 
 
-def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess:
+@contextmanager
+def pushgateway() -> Iterator[tuple[str, list[tuple[str, str]]]]:
+    """Stands in for a Prometheus Pushgateway: records each PUT of the text exposition format."""
+    pushed: list[tuple[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            pushed.append((self.path, body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", pushed
+    finally:
+        server.shutdown()
+
+
+def cli(settings: Settings, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
+        **extra_env,
         "STREAMS_BROKER": settings.broker,
         "STREAMS_MONGO_URL": settings.mongo_url,
         "STREAMS_DATA_DIR": str(settings.data_dir),
@@ -129,10 +157,14 @@ def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_da
             assert e.chunk_count == len(held) and e.outcome == "indexed"
         clean = store_state(settings)
 
-        done = cli(settings, "audit", "--json", "-s", "window", "-s", "section")
+        with pushgateway() as (url, pushed):
+            done = cli(settings, "audit", "--json", "-s", "window", "-s", "section", STREAMS_PUSHGATEWAY_URL=url)
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["gaps"]["dead_lettered"] == 1 and sum(summary["gaps"].values()) == 1, summary
+        [(path, body)] = pushed  # the gap gauge alone, under the job the alert rule expects
+        assert path == "/metrics/job/streams-audit"
+        assert 'streams_audit_gaps{kind="dead_lettered"} 1.0' in body and "streams_records_in" not in body
 
         status = cli(settings, "status", "priced", "--json", "-s", "window", "-s", "section")
         assert status.returncode == 0, status.stderr
