@@ -94,6 +94,17 @@ class Settings(BaseSettings):
     pinecone_index_host: str | None = None
     pinecone_namespace: str = "streams"
     embed_model: str | None = None
+    #: Forward pass: "torch" (sentence-transformers), "onnx" (same vectors within 3e-7, less CPU) or
+    #: "onnx-int8" (quantised: faster, vectors move; see docs/benchmarks.md).
+    embed_backend: str = Field(default="torch", pattern="^(torch|onnx|onnx-int8)$")
+    #: Where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx, once per machine).
+    embed_export_dir: Path | None = None
+    #: Vectors shared by `semantic`, `cluster` and the vector sink: "sqlite" (a file in the data
+    #: directory, one machine), "mongo" (a collection next to the chunks: replicas, restarts), "none".
+    embed_cache: str = Field(default="sqlite", pattern="^(sqlite|mongo|none)$")
+    embed_cache_path: Path | None = None  # default: <data_dir>/embeddings.sqlite
+    embed_cache_max_rows: int = Field(default=500_000, ge=1)
+    embed_cache_ttl_days: int = Field(default=30, ge=1)
     delete_superseded_vectors: bool = False
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
@@ -109,6 +120,17 @@ class Settings(BaseSettings):
     @property
     def lance_dir(self) -> Path:
         return self.lancedb_path or self.data_dir / "lancedb"
+
+    @property
+    def embed_cache_file(self) -> Path:
+        return self.embed_cache_path or self.data_dir / "embeddings.sqlite"
+
+    @property
+    def onnx_dir(self) -> Path:
+        if self.embed_export_dir:
+            return self.embed_export_dir
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        return Path(cache) / "streams" / "onnx"
 
     @classmethod
     def settings_customise_sources(

@@ -235,7 +235,7 @@ def assembler_app(settings: Settings) -> faust.App:
 
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
-    from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.chunkers import EMBEDDING_STRATEGIES, ChunkingError, get_chunker
     from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
     from streams.core.records import build_records, manifest_for
@@ -251,7 +251,16 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     manifests = app.topic(topics.manifests, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
     versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
-    chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer))
+    options = {}
+    if strategy in EMBEDDING_STRATEGIES:
+        from streams.embedstore import embedder_for
+
+        embedder = embedder_for(settings)
+        # semantic and cluster read every document at the same moment: through the shared store they
+        # embed its sentences from opposite ends and meet in the middle.
+        embedder.descending = strategy == "cluster"
+        options["embedder"] = embedder
+    chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer), **options)
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker
     try:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import BenchError, Progress, single_core
+from streams.core.chunkers import EMBEDDING_STRATEGIES
 from streams.core.events import AssembledDocument
 
 MB = 1_000_000
@@ -32,7 +33,6 @@ BASELINES = (
     "langchain_semantic",
 )
 FLOOR = "tiktoken_encode"
-EMBEDDING_STRATEGIES = ("semantic", "cluster")
 FINANCE_TYPES = frozenset({"transcript", "release", "press", "slides"})
 CORPUS_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".text", ".json", ".pdf", ".docx", ".html", ".htm"})
 NOT_DOCUMENTS = frozenset({"readme", "manifest", "license", "licence", "notice"})

@@ -78,7 +78,8 @@ def synthetic_documents(count: int, seed: int = 17) -> list[list[PageEvent]]:
 
 
 def _forget_embeddings(strategies: Sequence[str]) -> None:
-    from streams.bench.chunk import EMBEDDING_STRATEGIES, _clear_embedder_cache
+    from streams.bench.chunk import _clear_embedder_cache
+    from streams.core.chunkers import EMBEDDING_STRATEGIES
 
     if any(s in EMBEDDING_STRATEGIES for s in strategies):
         _clear_embedder_cache()

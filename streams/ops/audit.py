@@ -400,7 +400,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
 
             stores.append(MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection))
         elif name == "vectors":
-            from streams.core.embedding import get_embedder
+            from streams.embedstore import embedder_for
             from streams.sinks.factory import vector_target
             from streams.sinks.vectors import VectorSink
 
@@ -408,7 +408,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
                 VectorSink(
                     vector_target(settings),
                     settings.data_dir / "vector-sink" / "state.sqlite",
-                    embedder=get_embedder(settings.embed_model),  # loads nothing until asked to encode
+                    embedder=embedder_for(settings),  # loads nothing until asked to encode
                     delete_superseded=settings.delete_superseded_vectors,
                 )
             )

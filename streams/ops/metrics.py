@@ -20,7 +20,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 RECORDS_IN = Counter("streams_records_in", "Records consumed", ["role", "topic"])
@@ -67,6 +67,26 @@ class LagCollector(Collector):
                 family.add_metric([row.group, row.topic, str(row.partition)], row.lag)
         except Exception:  # a scrape must not fail because the broker is briefly away
             pass
+        yield family
+
+
+class EmbeddingCacheCollector(Collector):
+    """Where this process's embedding vectors came from, read from the embedder at scrape time:
+    `memory` (its LRU), `shared` (the deployment's store: someone else embedded it), `embedded` (here).
+    The hit rate is (memory + shared) / all."""
+
+    def __init__(self, stats: Callable[[], object]) -> None:
+        self.stats = stats
+
+    def collect(self):
+        family = CounterMetricFamily(
+            "streams_embedding_texts",
+            "Texts the embedder was asked for, by where the vector came from",
+            labels=["source"],
+        )
+        stats = self.stats()
+        for source, attribute in (("memory", "hits"), ("shared", "shared_hits"), ("embedded", "misses")):
+            family.add_metric([source], getattr(stats, attribute))
         yield family
 
 

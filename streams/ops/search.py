@@ -8,11 +8,11 @@ from streams.settings import Settings
 
 
 def search(settings: Settings, question: str, k: int = 5, strategy: str | None = None) -> list[dict[str, Any]]:
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import embedder_for
     from streams.sinks.factory import vector_target
     from streams.sinks.mongo import MongoSink
 
-    vector = get_embedder(settings.embed_model).encode([question])[0]
+    vector = embedder_for(settings).encode([question])[0]
     matches = vector_target(settings).query([float(x) for x in vector], k, strategy)
     if not matches:
         return []

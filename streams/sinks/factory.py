@@ -33,10 +33,10 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         sink.ensure_indexes()
         return sink
     if kind == "vectors":
-        from streams.core.embedding import get_embedder
+        from streams.embedstore import embedder_for
         from streams.sinks.vectors import VectorSink
 
-        embedder = get_embedder(settings.embed_model)
+        embedder = embedder_for(settings)
         _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry
         return VectorSink(
             vector_target(settings),

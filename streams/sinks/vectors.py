@@ -1,9 +1,10 @@
 """Vector sink: embed chunk text in batches, upsert minimal metadata, apply flips, never re-embed
 unchanged text.
 
-Local state (SQLite in the sink's data directory) holds two things a vector store cannot give cheaply:
-an embedding cache keyed by (model, content_hash), so a chunk whose text did not change between
-amendments or replays reuses its vector, and status stubs for flips that arrive before their chunk.
+The embedder's caches (this process's LRU and the deployment's shared store, keyed by model and
+content_hash) mean a chunk whose text did not change between amendments or replays, or that another
+process already embedded, reuses its vector. Local state (SQLite in the sink's data directory) holds
+status stubs for flips that arrive before their chunk.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from streams.core.events import ChunkRecord, ChunkStatus
 from streams.ops.metrics import EMBED_BATCH
@@ -36,32 +35,7 @@ class LocalState:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, content_hash TEXT, vector BLOB,"
-            " PRIMARY KEY (model, content_hash))"
-        )
         self.db.execute("CREATE TABLE IF NOT EXISTS status (chunk_id TEXT PRIMARY KEY, retired INTEGER)")
-        self.db.commit()
-
-    def vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 500):
-            batch = unique[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            rows = self.db.execute(
-                f"SELECT content_hash, vector FROM embeddings WHERE model = ? AND content_hash IN ({marks})",
-                [model, *batch],
-            )
-            for content_hash, blob in rows:
-                found[content_hash] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def remember(self, model: str, vectors: dict[str, np.ndarray]) -> None:
-        self.db.executemany(
-            "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-            [(model, h, v.astype(np.float32).tobytes()) for h, v in vectors.items()],
-        )
         self.db.commit()
 
     def statuses(self, ids: Sequence[str]) -> dict[str, bool]:
@@ -96,7 +70,6 @@ class VectorSink:
 
         self.target = target
         self.embedder = embedder or get_embedder()
-        self.model = self.embedder.model_path
         self.state = LocalState(state_path)
         self.delete_superseded = delete_superseded
         self.stats = VectorStats()
@@ -106,17 +79,15 @@ class VectorSink:
         self.stats.skipped_tables += len(records) - len(wanted)
         if not wanted:
             return 0
-        known = self.state.vectors(self.model, [r.content_hash for r in wanted])
-        missing = {r.content_hash: r.text for r in wanted if r.content_hash not in known}
-        if missing:
-            started = time.perf_counter()
-            encoded = self.embedder.encode(list(missing.values()))
+        texts = {r.content_hash: r.text for r in wanted}
+        before = self.embedder.stats.misses
+        started = time.perf_counter()
+        known = dict(zip(texts, self.embedder.encode(list(texts.values())), strict=True))
+        embedded = self.embedder.stats.misses - before
+        if embedded:
             EMBED_BATCH.observe(time.perf_counter() - started)
-            fresh = dict(zip(missing, encoded, strict=True))
-            self.state.remember(self.model, fresh)
-            known.update(fresh)
-        self.stats.embedded += len(missing)
-        self.stats.reused += len(wanted) - len(missing)
+        self.stats.embedded += embedded
+        self.stats.reused += len(wanted) - embedded
         stubs = self.state.statuses([r.chunk_id for r in wanted])
         rows = []
         for r in wanted:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from streams.core.chunkers.section import SectionChunker
 from streams.core.document import assemble
+from streams.core.embedding import Embedder
 from streams.core.events import ChunkStatus
 from streams.core.records import build_records
 from streams.core.tokenizers import get_tokenizer
@@ -18,22 +20,24 @@ from streams.sinks.vectors import VectorSink
 from tests.conftest import make_pages
 
 
-class CountingEmbedder:
-    """A deterministic stand-in for the model in unit tests: hashes text into a 384-d unit vector.
+class CountingEmbedder(Embedder):
+    """The real embedder (caches and all) with a deterministic forward pass: text hashed into a 384-d
+    unit vector. The real model is exercised by the integration tests; here the point is what the sink
+    embeds."""
 
-    The real model is exercised by the integration tests; here the point is what the sink embeds.
-    """
-
-    model_path = "test-hash-embedder"
-
-    def __init__(self) -> None:
+    def __init__(self, store=None) -> None:
+        super().__init__(model_path="test-hash-embedder", store=store)
         self.encoded: list[str] = []
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def forward(self, texts: list[str]) -> np.ndarray:
         self.encoded += texts
         rows = []
         for text in texts:
-            rng = np.random.default_rng(abs(hash(text)) % (2**32))
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
             v = rng.standard_normal(384).astype(np.float32)
             rows.append(v / np.linalg.norm(v))
         return np.vstack(rows)

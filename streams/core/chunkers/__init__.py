@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.tokenizers import Tokenizer, get_tokenizer
@@ -34,7 +35,11 @@ def available_strategies() -> list[str]:
     return found
 
 
-def get_chunker(name: str, tokenizer: Tokenizer | None = None) -> Chunker:
+#: Strategies that embed sentences (and so take an `embedder`).
+EMBEDDING_STRATEGIES = ("semantic", "cluster")
+
+
+def get_chunker(name: str, tokenizer: Tokenizer | None = None, **options: Any) -> Chunker:
     if name not in STRATEGIES:
         raise UnknownStrategy(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
     module_name, class_name = STRATEGIES[name].split(":")
@@ -45,7 +50,15 @@ def get_chunker(name: str, tokenizer: Tokenizer | None = None) -> Chunker:
             raise UnknownStrategy(f"strategy {name!r} is not built yet") from exc
         raise
     cls: type[Chunker] = getattr(module, class_name)
-    return cls(tokenizer or get_tokenizer())
+    return cls(tokenizer or get_tokenizer(), **options)
 
 
-__all__ = ["STRATEGIES", "ChunkDraft", "Chunker", "ChunkingError", "UnknownStrategy", "get_chunker"]
+__all__ = [
+    "EMBEDDING_STRATEGIES",
+    "STRATEGIES",
+    "ChunkDraft",
+    "Chunker",
+    "ChunkingError",
+    "UnknownStrategy",
+    "get_chunker",
+]

@@ -1,0 +1,110 @@
+"""The sentence model on ONNX Runtime: the same vectors as sentence-transformers (within 3e-7), less CPU.
+
+The graph is exported from the packaged weights on first use (torch's exporter, a few seconds) into
+`export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and the graph
+appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
+dynamic int8 quantisation of the weights: faster, but its vectors move (see docs/benchmarks.md), so it
+is opt-in and has its own cache identity.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from streams.core.embedding import model_fingerprint
+
+
+def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
+    """The exported graph for this model, exporting it under a lock if it is not there yet."""
+    export_dir.mkdir(parents=True, exist_ok=True)
+    name = f"{model_path.name}-{model_fingerprint(model_path)}{'-int8' if quantized else ''}.onnx"
+    target = export_dir / name
+    if target.is_file():
+        return target
+    with open(export_dir / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file():  # another process exported it while we waited
+            return target
+        plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}.onnx"
+        if not plain.is_file():
+            _export_fp32(model_path, plain)
+        if quantized:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            with tempfile.TemporaryDirectory(dir=export_dir) as tmp:
+                staged = Path(tmp) / name
+                quantize_dynamic(str(plain), str(staged), weight_type=QuantType.QInt8)
+                os.replace(staged, target)
+    return target
+
+
+def _export_fp32(model_path: Path, target: Path) -> None:
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_path), local_files_only=True).eval()
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        staged = Path(tmp) / target.name
+        torch.onnx.export(
+            model,
+            (sample, sample.clone(), torch.zeros_like(sample)),  # one tensor twice would fuse the inputs
+            str(staged),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state", "pooler_output"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+            opset_version=17,
+            dynamo=True,
+            external_data=False,
+            verbose=False,
+        )
+        os.replace(staged, target)
+
+
+class OnnxSentenceModel:
+    """Word-piece tokenizer, the exported transformer, mean pooling and L2 normalisation, as the
+    sentence-transformers pipeline of all-MiniLM-L6-v2 (Transformer, Pooling(mean), Normalize)."""
+
+    def __init__(self, model_path: str, export_dir: Path, quantized: bool = False, threads: int = 0) -> None:
+        import json
+
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        path = Path(model_path)
+        config_path = path / "sentence_bert_config.json"
+        config: dict[str, Any] = json.loads(config_path.read_text()) if config_path.is_file() else {}
+        self.max_tokens = int(config.get("max_seq_length", 256))
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.no_padding()  # the packaged file pads every text to 128 tokens
+        self.tokenizer.enable_truncation(self.max_tokens)
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        graph = export(path, export_dir, quantized)
+        self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self.dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
+
+    def encode(self, texts: Sequence[str], **_: Any) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(list(texts))
+        width = max((len(e.ids) for e in encodings), default=0)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
+        hidden = self.session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]  # the token states; the pooler's output is not what sentence-transformers pools
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)

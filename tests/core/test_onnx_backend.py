@@ -1,0 +1,49 @@
+"""The ONNX Runtime backend gives the sentence-transformers vectors, exported once per model and machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streams.core.embedding import Backend, Embedder, EmbeddingUnavailable
+
+TEXTS = [
+    "The contractor shall install strain gauges on every span of the bridge.",
+    "Short.",
+    "Revenue grew nine percent on stronger subscription renewals, led by the enterprise tier, "
+    "while hardware sales fell for the third quarter in a row as customers delayed upgrades. " * 8,
+]
+
+
+@pytest.fixture(scope="module")
+def export_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("onnx")
+
+
+def test_onnx_vectors_match_torch_and_the_graph_is_exported_once(export_dir: Path) -> None:
+    reference = Embedder().encode(TEXTS)
+    onnx = Embedder(backend=Backend("onnx", export_dir))
+    vectors = onnx.encode(TEXTS)
+    assert vectors.dtype == np.float32 and vectors.shape == reference.shape
+    assert np.abs(vectors - reference).max() < 1e-5  # the long text is truncated at 256 word pieces by both
+    (graph,) = export_dir.glob("*.onnx")
+    stamp = graph.stat().st_mtime_ns
+    again = Embedder(backend=Backend("onnx", export_dir)).encode(TEXTS[:1])
+    assert graph.stat().st_mtime_ns == stamp and np.abs(again[0] - vectors[0]).max() < 1e-6
+    assert onnx.dimension == 384
+
+
+def test_int8_is_its_own_model_and_stays_close(export_dir: Path) -> None:
+    reference = Embedder().encode(TEXTS)
+    int8 = Embedder(backend=Backend("onnx-int8", export_dir))
+    vectors = int8.encode(TEXTS)
+    cosines = (vectors * reference).sum(axis=1)
+    assert cosines.min() > 0.8 and np.abs(vectors - reference).max() > 1e-4  # quantised: it moves
+    assert int8.model_key != Embedder(backend=Backend("onnx", export_dir)).model_key
+
+
+def test_an_unknown_backend_is_refused_in_one_line() -> None:
+    with pytest.raises(EmbeddingUnavailable, match="unknown embedding backend 'gpu'"):
+        Backend("gpu")
