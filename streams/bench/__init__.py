@@ -27,7 +27,7 @@ def single_core() -> Iterator[None]:
     The environment variables bind native libraries loaded inside the block; torch, whose pool
     already exists once imported, is told directly.
     """
-    wanted = {**dict.fromkeys(THREAD_VARIABLES, "1"), "TOKENIZERS_PARALLELISM": "false"}
+    wanted = {**dict.fromkeys(THREAD_VARIABLES, "1"), "TOKENIZERS_PARALLELISM": "false", "STREAMS_EMBED_THREADS": "1"}
     saved_env = {name: os.environ.get(name) for name in wanted}
     os.environ.update(wanted)
     torch: Any = None

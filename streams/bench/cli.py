@@ -25,6 +25,17 @@ out = Console()
 
 QUALITY_CORPUS = Path("shared") / "corpora" / "chunking_eval"
 
+
+@bench_app.callback()
+def _embedding_backend() -> None:
+    """In-process measurements embed with the backend the settings name (`STREAMS_EMBED_BACKEND`)."""
+    from streams.core.embedding import Backend, configure
+    from streams.settings import load_settings
+
+    settings = load_settings()
+    configure(Backend(settings.embed_backend, settings.onnx_dir))
+
+
 CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Folder of documents (default: see the command).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 
@@ -299,3 +310,48 @@ def idle(
     out.print(table)
     for key, met in report["targets"].items():
         out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")
+
+
+@bench_app.command("embedding")
+def embedding(
+    docs: Annotated[int, typer.Option("--docs", min=1, help="Synthetic documents (1-5 pages each).")] = 60,
+    backend: Annotated[
+        list[str] | None, typer.Option("--backend", "-b", help="Backend to time (repeatable; default all three).")
+    ] = None,
+    pipeline: Annotated[
+        bool, typer.Option("--pipeline/--no-pipeline", help="Also run semantic alone and with cluster on the bus.")
+    ] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forward-pass CPU per backend, and semantic+cluster deployed together with and without the shared store."""
+    from streams.bench.embedding import BACKENDS, run_embedding_bench
+
+    with _progress() as update:
+        report = run_embedding_bench(docs, backend or list(BACKENDS), pipeline, update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(
+        title=f"bench embedding: {report['docs']} docs, {report['pages']} pages, {report['sentences']} sentences"
+    )
+    for column in ("backend", "CPU ms/page", "speed-up", "min cosine to torch"):
+        table.add_column(column, justify="left" if column == "backend" else "right")
+    for name, row in report.get("forward_pass", {}).items():
+        table.add_row(
+            name,
+            f"{row['cpu_ms_per_page']:.1f}",
+            f"{row['speedup_vs_first']:.2f}x",
+            f"{row['min_cosine_to_first']:.4f}",
+        )
+    out.print(table)
+    if "pipeline" in report:
+        runs = Table(title="pipeline: chunker CPU per page")
+        runs.add_column("run")
+        runs.add_column("CPU ms/page", justify="right")
+        for name, row in report["pipeline"].items():
+            runs.add_row(name.replace("_", " "), f"{row['chunker_cpu_ms_per_page']:.1f}")
+        out.print(runs)
+        ratio = report["co_deployment_ratio"]
+        out.print(
+            f"together / alone: {ratio['shared_store']:.2f}x with the shared store, {ratio['no_store']:.2f}x without"
+        )

@@ -261,9 +261,9 @@ def configure(backend: Backend) -> None:
     _backend = backend
 
 
-def get_embedder(model_path: str | None = None) -> Embedder:
+def get_embedder(model_path: str | None = None, backend: Backend | None = None) -> Embedder:
     """One embedder (model and caches) per resolved model path and backend per process."""
-    return _embedder_for(str(Path(model_path or default_model_path()).resolve()), _backend)
+    return _embedder_for(str(Path(model_path or default_model_path()).resolve()), backend or _backend)
 
 
 @functools.cache

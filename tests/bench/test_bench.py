@@ -199,6 +199,27 @@ def test_chunk_bench_embedding_strategies(corpus_dir: Path) -> None:
 
 
 @pytest.mark.bench
+@needs_baselines
+@needs_model
+def test_chunk_bench_compares_semantic_with_chonkie_semantic(corpus_dir: Path) -> None:
+    report = run_chunk_bench(corpus_dir, ["semantic"], repeats=1, baselines=["chonkie_semantic"])
+    assert {r["name"] for r in report["results"]} >= {"semantic", "chonkie_semantic"}
+    assert report["ratios"]["vs_chonkie_semantic"] > 0
+
+
+@pytest.mark.bench
+@needs_model
+def test_embedding_bench_forward_pass_per_backend(tmp_path: Path, monkeypatch) -> None:
+    from streams.bench.embedding import run_embedding_bench
+
+    monkeypatch.setenv("STREAMS_EMBED_EXPORT_DIR", str(tmp_path / "onnx"))
+    report = run_embedding_bench(docs=2, backends=["torch", "onnx"], pipeline=False)
+    torch, onnx = report["forward_pass"]["torch"], report["forward_pass"]["onnx"]
+    assert report["sentences"] > 10 and torch["cpu_ms_per_page"] > 0 and onnx["cpu_ms_per_page"] > 0
+    assert onnx["max_abs_diff_to_first"] < 1e-5 and torch["speedup_vs_first"] == 1.0
+
+
+@pytest.mark.bench
 @needs_model
 def test_quality_strategies_only(eval_dir: Path) -> None:
     report = run_quality(eval_dir, k=2, strategies=["window", "letter"], baselines=False)
