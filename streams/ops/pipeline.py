@@ -51,6 +51,12 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_PINECONE_NAMESPACE": settings.pinecone_namespace,
         "STREAMS_DELETE_SUPERSEDED_VECTORS": str(settings.delete_superseded_vectors).lower(),
         "STREAMS_SINK_ASSIGNMENT": settings.sink_assignment,
+        "STREAMS_EMBED_BACKEND": settings.embed_backend,
+        "STREAMS_EMBED_EXPORT_DIR": str(settings.onnx_dir),
+        "STREAMS_EMBED_CACHE": settings.embed_cache,
+        "STREAMS_EMBED_CACHE_PATH": str(settings.embed_cache_file),
+        "STREAMS_EMBED_CACHE_MAX_ROWS": str(settings.embed_cache_max_rows),
+        "STREAMS_EMBED_CACHE_TTL_DAYS": str(settings.embed_cache_ttl_days),
     }
     for name in (
         "chunker_version",
