@@ -32,6 +32,9 @@ class HashEmbedder(Embedder):
         self.descending = descending
         self.encoded: list[str] = []
 
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
     @property
     def dimension(self) -> int:
         return 8
@@ -59,6 +62,16 @@ def test_the_store_gives_back_the_model_vectors_bit_for_bit_and_nothing_is_embed
     assert warm[: len(SENTENCES)].tobytes() == cold[::-1].tobytes()
     # whitespace and NFC do not change the key (nor the word pieces the model sees)
     assert embedding_key("a  b\n c") == embedding_key("a b c")
+
+
+def test_a_vector_does_not_depend_on_what_it_is_embedded_with() -> None:
+    """Padding moves a vector by up to 1e-7, enough to move a breakpoint that sits on a threshold: so a
+    sentence's vector must be the same alone, in a mixed batch, cached or not."""
+    embedder = Embedder()
+    mixed = embedder.encode(SENTENCES + [s.upper() + " And more words follow here." for s in SENTENCES])
+    for row, sentence in enumerate(SENTENCES):
+        embedder.clear_cache()
+        assert embedder.encode([sentence])[0].tobytes() == mixed[row].tobytes(), sentence
 
 
 def test_keys_of_another_model_or_backend_are_not_shared(tmp_path: Path) -> None:

@@ -10,8 +10,10 @@ Two caches sit in front of the forward pass, keyed by (model, hash of the normal
 The key is the chunk record's `content_hash`: NFC and collapsed whitespace do not change what the
 (uncased, whitespace-splitting) word-piece tokenizer sees, so equal keys mean equal model input.
 
-Vectors of one text differ by at most a few 1e-7 between batches (padding changes the float order of
-the sums): a cached vector is the first one computed, and every later reader gets that one.
+A batch holds texts of one token length only, so nothing is padded and a text's vector does not
+depend on its batch-mates (padding moves it by up to 1e-7, enough to move a breakpoint that sits on
+a threshold). Cached or not, embedded here or by another process, the vectors and so the chunks are
+the same.
 """
 
 from __future__ import annotations
@@ -111,9 +113,8 @@ class Backend:
 class Embedder:
     """A sentence-embedding model behind a lazy loader, a bounded per-process LRU and an optional shared store.
 
-    Batches of 16, each sorted by length: the forward pass pads a batch to its longest text, and on one
-    CPU thread the padding of larger batches costs more than the batching saves (letters: 16 is 1.4x
-    faster than 64, transcripts 1.15x).
+    Batches of at most 16 texts of one token length: on one CPU thread larger batches save little
+    (letters: 16 is 1.4x faster than 64, transcripts 1.15x), and equal lengths need no padding.
 
     `descending` reverses the order in which missing texts are embedded. Two workers that embed the
     same document at the same time (`semantic` and `cluster` both read every assembled document) run
@@ -209,9 +210,11 @@ class Embedder:
             self.stats.hits += len(found)
             if missing and self.store is not None:
                 self._take_shared(missing, found)
-            pending = sorted(missing, key=lambda k: len(missing[k]), reverse=self.descending)
-            while pending:
-                batch, pending = pending[: self.batch_size], pending[self.batch_size :]
+            batches = self._batches(missing)
+            while batches:
+                batch = [k for k in batches.pop(0) if k in missing]  # some may have come from the store
+                if not batch:
+                    continue
                 fresh = dict(zip(batch, self.forward([missing.pop(k) for k in batch]), strict=True))
                 self.stats.misses += len(fresh)
                 for key, vector in fresh.items():
@@ -219,12 +222,36 @@ class Embedder:
                     self._remember(key, vector)
                 if self.store is not None:
                     self.store.save(self.model_key, fresh)
-                    if pending:  # another process may have embedded some of the rest meanwhile
+                    if missing:  # another process may have embedded some of the rest meanwhile
                         self._take_shared(missing, found)
-                        pending = [k for k in pending if k in missing]
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[k] for k in keys])
+
+    def _batches(self, missing: dict[str, str]) -> list[list[str]]:
+        """Batches of up to `batch_size` texts of one token length, shortest first (longest with
+        `descending`). No text is padded, so its vector is the same bit for bit whatever it is embedded
+        with: chunks do not depend on what a cache held or which process embedded a sentence first."""
+        keys = list(missing)
+        if not keys:
+            return []
+        by_length: dict[int, list[str]] = {}
+        for length, key in sorted(zip(self.token_lengths([missing[k] for k in keys]), keys, strict=True)):
+            by_length.setdefault(length, []).append(key)
+        return [
+            group[start : start + self.batch_size]
+            for length in sorted(by_length, reverse=self.descending)
+            for group in [by_length[length]]
+            for start in range(0, len(group), self.batch_size)
+        ]
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Word pieces each text becomes in the model (special tokens included, truncation applied)."""
+        if self.backend.name != "torch":
+            return [len(e.ids) for e in self.model.tokenizer.encode_batch(texts)]
+        model = self.model
+        encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        return [len(ids) for ids in encoded]
 
     def _take_shared(self, missing: dict[str, str], found: dict[str, np.ndarray]) -> None:
         assert self.store is not None

@@ -47,3 +47,11 @@ def test_int8_is_its_own_model_and_stays_close(export_dir: Path) -> None:
 def test_an_unknown_backend_is_refused_in_one_line() -> None:
     with pytest.raises(EmbeddingUnavailable, match="unknown embedding backend 'gpu'"):
         Backend("gpu")
+
+
+def test_onnx_vectors_do_not_depend_on_their_batch(export_dir: Path) -> None:
+    onnx = Embedder(backend=Backend("onnx", export_dir))
+    together = onnx.encode(TEXTS)
+    for row, text in enumerate(TEXTS):
+        onnx.clear_cache()
+        assert onnx.encode([text])[0].tobytes() == together[row].tobytes()

@@ -29,6 +29,9 @@ class CountingEmbedder(Embedder):
         super().__init__(model_path="test-hash-embedder", store=store)
         self.encoded: list[str] = []
 
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
     @property
     def dimension(self) -> int:
         return 384
