@@ -234,13 +234,23 @@ def soak(
 
 @bench_app.command("sinks")
 def sinks(
-    issued: Annotated[Path, typer.Argument(help="A document as issued.")],
-    amended: Annotated[Path, typer.Argument(help="The same document as amended.")],
+    issued: Annotated[Path | None, typer.Argument(help="A document as issued (default: the sample RFP).")] = None,
+    amended: Annotated[
+        Path | None, typer.Argument(help="The same document as amended (default: the sample's amendment 1).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Sink throughput beside raw pymongo and raw embedding, and re-embedding after an amendment."""
     from streams.bench.sinks import run
     from streams.ops.embedded import document_store
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    issued = issued or samples / "rfp_harbor_bridge_issued.md"
+    amended = amended or samples / "rfp_harbor_bridge_amendment1.md"
+    for path in (issued, amended):
+        if not path.is_file():
+            err.print(f"no such document: {path}")
+            raise typer.Exit(2)
 
     with TemporaryDirectory() as tmp, document_store(Path(tmp)) as store:
         result = run(issued, amended, f"mongodb://{store.address}")

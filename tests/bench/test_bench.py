@@ -393,3 +393,9 @@ def test_soak_helpers_measure_memory_and_trend() -> None:
     held[::4096] = b"x" * len(held[::4096])
     assert rss_mib(os.getpid()) - mine > 50
     del held
+
+
+def test_bench_sinks_refuses_a_missing_document_in_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(bench_app, ["sinks", str(tmp_path / "absent.md")])
+    assert result.exit_code == 2 and "no such document" in result.output
+    assert "Traceback" not in result.output
