@@ -211,6 +211,7 @@ class Embedder:
             if missing and self.store is not None:
                 self._take_shared(missing, found)
             batches = self._batches(missing)
+            since_check = 0
             while batches:
                 batch = [k for k in batches.pop(0) if k in missing]  # some may have come from the store
                 if not batch:
@@ -222,8 +223,10 @@ class Embedder:
                     self._remember(key, vector)
                 if self.store is not None:
                     self.store.save(self.model_key, fresh)
-                    if missing:  # another process may have embedded some of the rest meanwhile
+                    since_check += len(fresh)
+                    if missing and since_check >= self.batch_size:  # another process may have embedded some
                         self._take_shared(missing, found)
+                        since_check = 0
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[k] for k in keys])
