@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from streams.core.embedding import model_fingerprint
+from streams.core.embedding import model_fingerprint, sentence_config
 
 
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
     """The exported graph for this model, exporting it under a lock if it is not there yet."""
     export_dir.mkdir(parents=True, exist_ok=True)
-    name = f"{model_path.name}-{model_fingerprint(model_path)}{'-int8' if quantized else ''}.onnx"
+    plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}.onnx"
+    name = plain.name.replace(".onnx", "-int8.onnx") if quantized else plain.name
     target = export_dir / name
     if target.is_file():
         return target
@@ -32,7 +33,6 @@ def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.is_file():  # another process exported it while we waited
             return target
-        plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}.onnx"
         if not plain.is_file():
             _export_fp32(model_path, plain)
         if quantized:
@@ -80,9 +80,7 @@ class OnnxSentenceModel:
         from tokenizers import Tokenizer
 
         path = Path(model_path)
-        config_path = path / "sentence_bert_config.json"
-        config: dict[str, Any] = json.loads(config_path.read_text()) if config_path.is_file() else {}
-        self.max_tokens = int(config.get("max_seq_length", 256))
+        self.max_tokens = int(sentence_config(model_path).get("max_seq_length", 256))
         self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         self.tokenizer.no_padding()  # the packaged file pads every text to 128 tokens
         self.tokenizer.enable_truncation(self.max_tokens)
