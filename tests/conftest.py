@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
 from tests.containers import docker_available, kafka_container, mongo_container
 
@@ -65,3 +69,33 @@ def embedded_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     if request.node.get_closest_marker("embedded_only"):
         for name in list(FACTORY_OVERRIDES):
             monkeypatch.delitem(FACTORY_OVERRIDES, name)
+
+
+class HashEmbedder(Embedder):
+    """The real embedder (caches, shared store, batching) with a deterministic forward pass: text hashed
+    into a unit vector, and a record of what it embedded. The real model is exercised elsewhere; here the
+    point is what gets embedded. `delay` makes a batch cost time, as the model's does."""
+
+    def __init__(self, store=None, descending: bool = False, dimension: int = 384, delay: float = 0.0) -> None:
+        super().__init__(model_path="test-hash-embedder", store=store)
+        self.descending = descending
+        self.size = dimension
+        self.delay = delay
+        self.encoded: list[str] = []
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        return [len(t.split()) for t in texts]
+
+    @property
+    def dimension(self) -> int:
+        return self.size
+
+    def forward(self, texts: list[str]) -> np.ndarray:
+        time.sleep(self.delay)
+        self.encoded += texts
+        rows = []
+        for text in texts:
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
+            vector = rng.standard_normal(self.size).astype(np.float32)
+            rows.append(vector / np.linalg.norm(vector))
+        return np.vstack(rows)

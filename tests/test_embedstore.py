@@ -3,7 +3,6 @@ two workers embedding one document at once share the work. SQLite here, MongoDB 
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from streams.core.embedding import Backend, Embedder, embedding_key
 from streams.embedstore import MongoEmbeddingStore, SqliteEmbeddingStore
+from tests.conftest import HashEmbedder
 
 SENTENCES = [
     "The contractor shall install strain gauges on every span of the bridge.",
@@ -22,31 +22,6 @@ SENTENCES = [
     "Questions must be submitted in writing to the contracting officer.",
     "The board approved a dividend of twelve cents a share.",
 ]
-
-
-class HashEmbedder(Embedder):
-    """The real embedder's caching with a forward pass that hashes text (and counts what it embeds)."""
-
-    def __init__(self, store=None, descending: bool = False) -> None:
-        super().__init__(model_path="hash-model", store=store)
-        self.descending = descending
-        self.encoded: list[str] = []
-
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(t.split()) for t in texts]
-
-    @property
-    def dimension(self) -> int:
-        return 8
-
-    def forward(self, texts: list[str]) -> np.ndarray:
-        import time
-
-        time.sleep(0.01)  # a batch costs something, as the model's does
-        self.encoded += texts
-        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[:8] for t in texts]
-        vectors = np.vstack(rows).astype(np.float32) + 1
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
 def test_the_store_gives_back_the_model_vectors_bit_for_bit_and_nothing_is_embedded_twice(tmp_path: Path) -> None:
@@ -128,7 +103,7 @@ def test_concurrent_writers_keep_one_vector_per_key_and_lose_none(tmp_path: Path
 
 
 def _embed_document(path: str, descending: bool, texts: list[str], barrier, counts) -> None:
-    embedder = HashEmbedder(SqliteEmbeddingStore(Path(path)), descending=descending)
+    embedder = HashEmbedder(SqliteEmbeddingStore(Path(path)), descending=descending, dimension=8, delay=0.01)
     barrier.wait()
     vectors = embedder.encode(texts)
     counts.put((len(embedder.encoded), vectors.tobytes()))
@@ -151,7 +126,7 @@ def test_two_workers_on_one_document_meet_in_the_middle(tmp_path: Path) -> None:
     embedded = sum(n for n, _ in results)
     assert len(texts) <= embedded <= 1.15 * len(texts), embedded
     assert results[0][1] == results[1][1]  # both got the same vectors
-    alone = HashEmbedder().encode(texts)
+    alone = HashEmbedder(dimension=8).encode(texts)
     assert np.frombuffer(results[0][1], dtype=np.float32).tobytes() == alone.tobytes()
 
 

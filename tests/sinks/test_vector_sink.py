@@ -2,48 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from streams.core.chunkers.section import SectionChunker
 from streams.core.document import assemble
-from streams.core.embedding import Embedder
 from streams.core.events import ChunkStatus
 from streams.core.records import build_records
 from streams.core.tokenizers import get_tokenizer
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
-from tests.conftest import make_pages
-
-
-class CountingEmbedder(Embedder):
-    """The real embedder (caches and all) with a deterministic forward pass: text hashed into a 384-d
-    unit vector. The real model is exercised by the integration tests; here the point is what the sink
-    embeds."""
-
-    def __init__(self, store=None) -> None:
-        super().__init__(model_path="test-hash-embedder", store=store)
-        self.encoded: list[str] = []
-
-    def token_lengths(self, texts: list[str]) -> list[int]:
-        return [len(t.split()) for t in texts]
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def forward(self, texts: list[str]) -> np.ndarray:
-        self.encoded += texts
-        rows = []
-        for text in texts:
-            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
-            v = rng.standard_normal(384).astype(np.float32)
-            rows.append(v / np.linalg.norm(v))
-        return np.vstack(rows)
+from tests.conftest import HashEmbedder, make_pages
 
 
 def _records(amendment: int, texts: list[str]):
@@ -89,7 +60,7 @@ def target(request, tmp_path: Path, pinecone_double):
 
 
 def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Path) -> None:
-    embedder = CountingEmbedder()
+    embedder = HashEmbedder()
     sink = VectorSink(target, tmp_path / "state.sqlite", embedder=embedder)
     v0, v1 = _records(0, SECTIONS_V0), _records(1, SECTIONS_V1)
     tables = [r for r in v0 if r.metadata.get("is_table")]
@@ -114,7 +85,7 @@ def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Pa
 
 
 def test_a_flip_before_its_chunk_still_wins(target, tmp_path: Path) -> None:
-    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder())
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder())
     v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
     sink.apply_status(
         [
@@ -141,7 +112,7 @@ def test_a_flip_before_its_chunk_still_wins(target, tmp_path: Path) -> None:
 
 
 def test_superseded_vectors_are_deleted_when_asked(target, tmp_path: Path) -> None:
-    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder(), delete_superseded=True)
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder(), delete_superseded=True)
     v0 = [r for r in _records(0, SECTIONS_V0) if not r.metadata.get("is_table")]
     v1 = [r for r in _records(1, SECTIONS_V1) if not r.metadata.get("is_table")]
     sink.write_chunks(v0 + v1)
@@ -155,7 +126,7 @@ def test_the_ledger_counts_only_embeddable_chunks_and_a_superseded_version_is_no
     from streams.core.records import manifest_for
     from streams.sinks.ledger import Tracker
 
-    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=CountingEmbedder(), delete_superseded=True)
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder(), delete_superseded=True)
     v0, v1 = _records(0, SECTIONS_V0), _records(1, SECTIONS_V1)
     tracker = Tracker(sink)
     tracker.add(manifest_for(v1), 0, 0)
