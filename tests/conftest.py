@@ -19,6 +19,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")
+
+
 @pytest.fixture
 def shared_corpora() -> Path:
     path = SHARED / "corpora"
