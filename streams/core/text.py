@@ -1,7 +1,8 @@
 """Shared span helpers for chunkers: lines, paragraphs, sentences and token-bounded packing.
 
 Every helper works on character spans `(start, end)` (end exclusive) of one text, so chunkers keep
-exact ranges into the document stream instead of re-locating substrings afterwards.
+exact ranges into the document stream instead of re-locating substrings afterwards. The patterns
+more than one chunker reads text with live here too, so they cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ Splitter = Callable[[str, int, int], list[Span]]
 Counter = Callable[[str], int]
 
 _PARA_BREAK = re.compile(r"\n[ \t\r\f\v\u00a0]*\n")
-_WORD = re.compile(r"\S+")
+WORD = re.compile(r"\S+")
 # A sentence ends at . ! ? (plus closing quotes/brackets) before whitespace and a capital, digit or quote.
 _SENT_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9$])")
 _ABBREVIATIONS = frozenset(
@@ -24,6 +25,33 @@ _ABBREVIATIONS = frozenset(
         *("jul", "aug", "sep", "sept", "oct", "nov", "dec", "p", "pp", "vol", "est", "dept", "govt", "para"),
     }
 )
+
+
+# --- patterns several chunkers share -------------------------------------------------------------
+# Only patterns that match the same for every user are here; look-alikes that differ (list markers,
+# page numbers, numeric cells, the Markdown heading of hybrid_blocks) stay with their chunker.
+
+#: Two or more ASCII letters: a word worth counting, figures and initials aside.
+LETTER_WORD = re.compile(r"[A-Za-z]{2,}")
+#: The gap between two table columns: a run of two or more spaces, or a tab.
+COLUMN_GAP = re.compile(r" {2,}|\t")
+#: A column gap with text on both sides: aligned columns, not indentation or trailing blanks.
+ALIGNED_GAP = re.compile(rf"\S(?:{COLUMN_GAP.pattern})\S")
+#: A Markdown heading (hashes, title) on a stripped line.
+MD_HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>\S.*?)\s*#*\s*$")
+# Characters that re.I matches to an ASCII letter but str.lower() does not map to it (or that change
+# length when lowered); without them a lowercase pattern over the lowered text finds exactly what the
+# re.I pattern finds in the text, and Python's re is several times faster without re.I.
+FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
+#: English month names as one alternation, for building date patterns.
+MONTH_NAMES = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DIGITS = re.compile(r"\d+")
+
+
+def running_key(line: str) -> str:
+    """The line lowered with its figures masked: a running header or footer that differs only by its page
+    number gets one key on every page."""
+    return _DIGITS.sub("#", line.lower())
 
 
 def trim_span(text: str, start: int, end: int) -> Span:
@@ -88,7 +116,7 @@ def word_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Whitespace-delimited words; a very long 'word' (a blob without spaces) is cut every 200 characters."""
     stop = len(text) if end is None else end
     spans: list[Span] = []
-    for match in _WORD.finditer(text, start, stop):
+    for match in WORD.finditer(text, start, stop):
         s, e = match.span()
         while e - s > 200:
             spans.append((s, s + 200))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from streams.core.document import page_text_ranges
 from streams.core.events import AssembledDocument
-from streams.core.text import line_spans, paragraph_spans
+from streams.core.text import COLUMN_GAP, LETTER_WORD, line_spans, paragraph_spans
 
 HEADING_ELEMENT_KINDS = frozenset({"section_header", "section", "heading", "header", "title", "slide_title"})
 
@@ -26,7 +26,6 @@ _WIKI_HEADING = re.compile(r"^[ \t]*((?:=[ \t]*)+)(\S.*?)[ \t]*(?:=[ \t]*)+$")
 _NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?[ \t]+([A-Z][^\n]{0,90})$")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:([-*+•‣◦])|(\d{1,3}[.)])|([a-zA-Z][.)]))[ \t]+\S")
 _PIPE_SEPARATOR = re.compile(r"^[\s|:\-+=]+$")
-_COLUMN_GAP = re.compile(r" {2,}|\t")
 _CAPTION = re.compile(r"^(?:Table|Figure|Fig\.|Exhibit)\s+\d+[.:]", re.IGNORECASE)
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 
@@ -180,7 +179,6 @@ _FIELD = re.compile(
     r"[^:]{1,40}:\s*(?:\S*[\d_]\S*|\S+)\s*$",
     re.I,
 )
-_WORDS = re.compile(r"[A-Za-z]{2,}")
 # An abbreviation glued to its expansion, as glossaries come out of PDFs ("RBPreticulocyte-binding protein").
 _GLUED = re.compile(r"^[A-Z]{2,}[a-z]{5,}")
 
@@ -215,7 +213,7 @@ def _is_caps_heading(line: str) -> bool:
         and not _is_aligned_row(stripped)
         and sum(c.isdigit() for c in stripped) <= len(letters)
         and not _FIELD.match(stripped)
-        and (len(_WORDS.findall(stripped)) >= 2 or len(letters) >= 5)
+        and (len(LETTER_WORD.findall(stripped)) >= 2 or len(letters) >= 5)
     )
 
 
@@ -227,7 +225,7 @@ def _is_pipe_row(line: str) -> bool:
 def _is_aligned_row(line: str) -> bool:
     """Columns: three or more short cells, or a label and a figure. Prose set with two spaces after each
     full stop (pdftotext, reference lists) has long cells and is no table row."""
-    cells = [c for c in _COLUMN_GAP.split(line.strip()) if c]
+    cells = [c for c in COLUMN_GAP.split(line.strip()) if c]
     if len(cells) >= 3:
         return sum(len(c) for c in cells) / len(cells) <= 30 or any(ch.isdigit() for c in cells[1:] for ch in c)
     return len(cells) == 2 and any(ch.isdigit() for ch in cells[-1]) and len(cells[-1]) <= 20
@@ -241,7 +239,7 @@ def _pipe_cells(line: str) -> list[str]:
 
 
 def _aligned_cells(line: str) -> list[str]:
-    return [c.strip() for c in _COLUMN_GAP.split(line.strip()) if c.strip()]
+    return [c.strip() for c in COLUMN_GAP.split(line.strip()) if c.strip()]
 
 
 def _continues_item(line: str) -> bool:

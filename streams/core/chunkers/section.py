@@ -29,10 +29,14 @@ from dataclasses import dataclass
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker
 from streams.core.events import AssembledDocument
 from streams.core.text import (
+    ALIGNED_GAP,
+    FOLD_TRAPS,
+    MD_HEADING,
     Span,
     line_spans,
     pack_spans,
     paragraph_spans,
+    running_key,
     sentence_spans,
     trim_span,
 )
@@ -57,8 +61,6 @@ _TYPE_KEYWORDS: dict[str, re.Pattern[str]] = {
 _TYPE_ANY = re.compile(
     r"(?=[cemprstw])\b(?:" + "|".join(f"(?P<{kind}>{words})" for kind, words in _TYPE_WORDS.items()) + r")\b"
 )
-# Characters that re.I matches to an ASCII keyword letter but str.lower() does not map to it (or the reverse).
-_FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 _REQUIREMENT = re.compile(r"\b(shall|must|required|requirements?|mandatory)\b", re.I)
 _REQUIREMENT_LOW = re.compile(_REQUIREMENT.pattern)  # the same on lowered text
 _EDGE = len("requirements") + 1  # an edge window: the longest requirement word plus the character after it
@@ -124,7 +126,6 @@ def _keyword_matches(low: str) -> list[re.Match[str]]:
     return found
 
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(\S.*?)\s*#*\s*$")
 _LABEL_WORDS = ("SECTION", "ARTICLE", "PART", "ATTACHMENT", "APPENDIX", "EXHIBIT", "ANNEX", "CHAPTER")
 _LABEL_HEADING = re.compile(
     rf"^({'|'.join(_LABEL_WORDS)})\s+[0-9IVXLC]+[A-Z]?(\.[0-9]+)*\b[.:\-–—]?",
@@ -138,7 +139,6 @@ _LETTERED_HEADING = re.compile(r"^([A-Z])\.\s+([A-Z][^\n]*)$")
 _NUMERIC_CELL = re.compile(r"^[($\-–]?\$?\s?\d[\d,]*(\.\d+)?%?\)?$")
 _CLIN_ROW = re.compile(r"^\s*(CLIN\s*)?\d{4}[A-Z]{0,2}\b")
 _LETTERS = re.compile(r"[^\W\d_]")
-_WIDE_GAP = re.compile(r"\S(?: {2,}|\t)\S")
 
 _INCLUDE = (
     "scope",
@@ -203,7 +203,7 @@ def _running_lines(text: str) -> list[Span]:
     for start, end in line_spans(text, 0, len(text)):
         line = text[start:end].strip()
         if line and len(line) <= 80 and len(line.split()) <= 10 and not line.startswith("|"):
-            seen.setdefault(re.sub(r"\d+", "#", line.lower()), []).append((start, end))
+            seen.setdefault(running_key(line), []).append((start, end))
     return sorted(span for spans in seen.values() if len(spans) >= _RUNNING_MIN_REPEATS for span in spans)
 
 
@@ -225,7 +225,7 @@ class _Keywords:
         self.text = text
         # re.I is slow in Python's re: search the lowered text with a lowercase twin unless a code point
         # folds differently under lower() and re.I (then lower() may even change the length).
-        self.low = None if _FOLD_TRAPS.search(text) else text.lower()
+        self.low = None if FOLD_TRAPS.search(text) else text.lower()
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.kinds: dict[str, list[int]] = {kind: [] for kind in _TYPE_WORDS}
@@ -346,7 +346,7 @@ def _is_tabular(line: str) -> bool:
         return False
     cells = re.split(r" {2,}", line.strip())
     numeric = sum(1 for c in cells if _NUMERIC_CELL.match(c.strip()))
-    return (len(cells) >= 3 and numeric >= 2) or bool(_CLIN_ROW.match(line) and _WIDE_GAP.search(line))
+    return (len(cells) >= 3 and numeric >= 2) or bool(_CLIN_ROW.match(line) and ALIGNED_GAP.search(line))
 
 
 def _mostly_letters(text: str) -> bool:
@@ -369,7 +369,7 @@ def detect_heading(line: str) -> tuple[str, int] | None:
         return None  # most prose lines: no branch below can match them
     if _is_tabular(line):
         return None
-    md = _MD_HEADING.match(text)
+    md = MD_HEADING.match(text)
     if md:
         return md.group(2).strip().strip("*_").strip(), len(md.group(1))
     if _LABEL_HEADING.match(text) and len(text.split()) <= 14:
@@ -493,7 +493,7 @@ def _classify(heading: str, body_hits: Callable[[], dict[str, int]]) -> str:
 
 def _keyword_hits(body: str) -> dict[str, int]:
     """Keyword matches per section type, in priority order (same counts as each pattern's findall)."""
-    if _FOLD_TRAPS.search(body):
+    if FOLD_TRAPS.search(body):
         return {kind: len(pattern.findall(body)) for kind, pattern in _TYPE_KEYWORDS.items()}
     hits = dict.fromkeys(_TYPE_WORDS, 0)
     for match in _TYPE_ANY.finditer(body.lower()):

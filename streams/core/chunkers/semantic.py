@@ -10,7 +10,6 @@ comparison so tiny float differences between batchings cannot move a boundary in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -20,7 +19,14 @@ import numpy as np
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
 from streams.core.embedding import Embedder, EmbeddingUnavailable, get_embedder
 from streams.core.events import AssembledDocument
-from streams.core.text import Span, block_sentence_spans, crosses_line_break, pack_units_exact, split_span_by_tokens
+from streams.core.text import (
+    WORD,
+    Span,
+    block_sentence_spans,
+    crosses_line_break,
+    pack_units_exact,
+    split_span_by_tokens,
+)
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
@@ -380,7 +386,7 @@ def _hard_split(tokenizer: Tokenizer, text: str, span: Span, max_tokens: int) ->
     encoding = getattr(tokenizer, "encoding", None)
     if encoding is not None and hasattr(encoding, "decode_with_offsets"):
         return split_span_by_tokens(text, span, max_tokens, encoding.encode_ordinary, encoding.decode_with_offsets)
-    words = [m.span() for m in re.finditer(r"\S+", text[span[0] : span[1]])]
+    words = [m.span() for m in WORD.finditer(text[span[0] : span[1]])]
     step = max(1, max_tokens // 2)
     return [
         (span[0] + words[i][0], span[0] + words[min(i + step, len(words)) - 1][1]) for i in range(0, len(words), step)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
+from streams.core.text import WORD
 from streams.core.tokenizers import Tokenizer
-
-_WORD = re.compile(r"\S+")
 
 
 class WindowChunker(Chunker):
@@ -25,7 +22,7 @@ class WindowChunker(Chunker):
         self.overlap = chunk_overlap_words
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
-        spans = [m.span() for m in _WORD.finditer(doc.text)]
+        spans = [m.span() for m in WORD.finditer(doc.text)]
         drafts: list[ChunkDraft] = []
         step = self.size - self.overlap
         for first in range(0, len(spans), step):

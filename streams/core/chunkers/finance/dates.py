@@ -5,13 +5,10 @@ from __future__ import annotations
 import re
 
 from streams.core.events import AssembledDocument
+from streams.core.text import MONTH_NAMES
 
-_MONTH_NAMES = "january february march april may june july august september october november december"
-MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES.split())}
-_DATE_WORDS = re.compile(
-    r"\b(January|February|March|April|May|June|July|August|September|October|November|December)"
-    r"\s+(\d{1,2}),\s+(\d{4})"
-)
+MONTHS = {m.lower(): i + 1 for i, m in enumerate(MONTH_NAMES.split("|"))}
+_DATE_WORDS = re.compile(rf"\b({MONTH_NAMES})\s+(\d{{1,2}}),\s+(\d{{4}})")
 _DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
 _ORDINAL_Q = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from streams.core.document import page_text_ranges
 from streams.core.events import AssembledDocument
-from streams.core.text import Span, collapse_whitespace, line_spans, trim_span
+from streams.core.text import Span, collapse_whitespace, line_spans, running_key, trim_span
 
 _PAGE_NUMBER = re.compile(r"^(page\s*)?[-–]?\s*\d{1,4}\s*[-–]?(\s*(of|/)\s*\d{1,4})?$", re.I)
 DOC_LABEL = re.compile(r"^(news|press|earnings) release$|^for immediate release$", re.I)
@@ -29,7 +29,7 @@ def dropped_lines(doc: AssembledDocument) -> list[Span]:
                 dropped.append(sp)
         dropped.extend(sp for sp in lines[:3] if DOC_LABEL.match(text[sp[0] : sp[1]].strip()))
         for sp in lines[:2] + lines[-2:]:
-            edges.append((re.sub(r"\d+", "#", text[sp[0] : sp[1]].lower()), sp))
+            edges.append((running_key(text[sp[0] : sp[1]]), sp))
     marked = {
         (e.page_number, " ".join(e.text.split()))
         for e in doc.elements

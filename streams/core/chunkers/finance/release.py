@@ -9,7 +9,7 @@ from streams.core.chunkers.finance.blocks import Block, Context, Table
 from streams.core.chunkers.finance.dates import MONTHS
 from streams.core.chunkers.finance.pages import DOC_LABEL, kept_lines
 from streams.core.document import pages_for_range
-from streams.core.text import Span
+from streams.core.text import LETTER_WORD, Span
 
 _NUM_CELL = re.compile(r"\(?[$€£]?[-–+]?\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?x?|[—–-]|n/?m|nm|%|\*{1,3}|bps|pts|pp", re.I)
 _UNITS = re.compile(r"\b(?:in|dollars in|amounts in)\s+(thousands|millions|billions)\b", re.I)
@@ -172,7 +172,7 @@ def _text_table(
 
 def _caption_like(line: str) -> bool:
     """A table caption: two or more words, no units line, not just a date or period header."""
-    words = re.findall(r"[A-Za-z]{2,}", line)
+    words = LETTER_WORD.findall(line)
     if len(words) < 2 or _UNITS.search(line) or line.startswith("("):
         return False
     return not all(w.lower() in MONTHS or w.lower() in _PERIOD_WORDS for w in words)

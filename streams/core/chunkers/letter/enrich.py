@@ -12,6 +12,8 @@ from typing import Any
 
 import ahocorasick
 
+from streams.core.text import FOLD_TRAPS
+
 COMPANIES: tuple[str, ...] = (
     "Berkshire Hathaway",
     "GEICO",
@@ -274,11 +276,9 @@ DANGLING_START = re.compile(r"^(?:this|that|these|those|it|such|the above|as not
 
 _CAP_WORD = re.compile(r"(?<![A-Za-z])[A-Z][A-Za-z]*")
 
-# Characters that re.I matches to an ASCII letter but str.lower() does not map to it (or that change
-# length when lowered); without them a lowercase pattern over the lowered text finds exactly what the
-# re.I pattern finds in the text, and Python's re is several times faster without re.I.
-_FOLD_TRAPS = re.compile("[\u0130\u0131\u017f\u212a]")
 REPORT_CITE = re.compile(r"last year[’']s (?:report|letter)", re.I)
+# Lowercase twins of the re.I patterns: on lowered text without FOLD_TRAPS they find what the re.I
+# pattern finds in the text, without re.I's cost.
 _LOWER_TWIN: dict[re.Pattern[str], re.Pattern[str]] = {
     rx: re.compile(rx.pattern.lower())
     for rx in (
@@ -329,7 +329,7 @@ class _View:
     """Derived forms of one chunk text; `_meta` asks a dozen questions of the same text."""
 
     low: str
-    safe: bool  # low may stand in for text under re.I patterns (see _FOLD_TRAPS)
+    safe: bool  # low may stand in for text under re.I patterns (see FOLD_TRAPS)
     flat: str
     flat_low: str
     sentences: list[str]
@@ -339,7 +339,7 @@ class _View:
 def _view(text: str) -> _View:
     flat = " ".join(text.split())
     sents = [s.strip() for s in SENTENCE_SPLIT.split(flat) if s.strip()]
-    return _View(text.lower(), not _FOLD_TRAPS.search(text), flat, flat.lower(), sents)
+    return _View(text.lower(), not FOLD_TRAPS.search(text), flat, flat.lower(), sents)
 
 
 def _absent(rx: re.Pattern[str], low: str) -> bool:

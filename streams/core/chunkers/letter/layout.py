@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from streams.core.events import PageSpan
+from streams.core.text import ALIGNED_GAP, MD_HEADING, MONTH_NAMES, running_key
 
 PAGE_MARKER = "[[PAGE_BREAK]]"
 
@@ -18,16 +19,12 @@ SEED_HEADER = re.compile(r"^[A-Z][A-Za-z\s]+$")
 # Real letters also title sections "GEICO (1-800-847-7536)" or "Insurance Operations -- Overview".
 LOOSE_HEADER = re.compile(r"^[A-Z][A-Za-z0-9\s’'&/\-–—(),]*[A-Za-z)]$")
 INITIALS_HEADER = re.compile(r"^(?:[A-Z]\.\s?){1,3}[A-Z][A-Za-z’'&\- ]+$")
-MD_HEADER = re.compile(r"^#{1,6}\s+(\S.*?)\s*#*$")
-BOLD_HEADER = re.compile(r"^\*\*([^*]{2,80})\*\*$")
+BOLD_HEADER = re.compile(r"^\*\*(?P<title>[^*]{2,80})\*\*$")  # titled like MD_HEADING
 SEPARATOR = re.compile(r"^(?:\*\s*){3,}$")
 PAGE_NUMBER = re.compile(r"^[-–]?\s*\d{1,3}\s*[-–]?$")
 SIGNATURE = re.compile(r"(?:^|\s{2,})(?:/s/\s*)?Warren\s+E\.\s+Buffett\s*$")
 CHAIRMAN = re.compile(r"^Chairman(?: of the Board)?$")
-DATE_LINE = re.compile(
-    r"^(?:January|February|March|April|May|June|July|August|September|October|November|December)"
-    r"\s+\d{1,2},\s+\d{4}$"
-)
+DATE_LINE = re.compile(rf"^(?:{MONTH_NAMES})\s+\d{{1,2}},\s+\d{{4}}$")
 # The seed names Berkshire's titles; any issuer's letter opening with the same table reads the same way.
 SP_TITLE = re.compile(
     r"\b[A-Z][\w&.-]*(?: [A-Z][\w&.-]*){0,3}[’']s\s+(?:Corporate\s+)?Performance\s+vs\.?\s+the\s+S&P\s+500"
@@ -39,7 +36,6 @@ _DOT_LEADER_PROBE = re.compile(r"\.(?:\.\.|\s\.\s\.\s)")
 NUMERIC_TOKEN = re.compile(r"^[\$(]*[-–]?\$?\.?\d[\d,.]*%?\)?%?\*?$")
 SENTENCE_PUNCT = re.compile(r"[A-Za-z)\]”\"’'][.?!](?:\s|$|[”\"’')])")
 ALPHA_WORD = re.compile(r"[A-Za-z][A-Za-z’'\-]*")
-ALIGNED = re.compile(r"\S(?: {2,}|\t)\S")
 # "1." never before a digit: "2.357" in a column of figures is not a list item ("5.*" is).
 LIST_MARKER = re.compile(r"^(?:\(?[a-z0-9]{1,2}\)|\d{1,2}\.(?!\d)|[•\-–*]\s)")
 FOLIO = re.compile(r"^(?:page\s+\d{1,3}(?:\s+of\s+\d{1,3})?|\d{1,3}\s+of\s+\d{1,3})$", re.I)
@@ -96,9 +92,9 @@ def numeric_tokens(s: str) -> int:
 
 
 def is_aligned(s: str) -> bool:
-    """Two fields apart (ALIGNED needs two spaces or a tab, checked first as substrings) or a pipe row."""
+    """Two fields apart (ALIGNED_GAP needs two spaces or a tab, checked first as substrings) or a pipe row."""
     gap = "  " in s or "\t" in s
-    return (gap and bool(ALIGNED.search(s.strip()))) or s.count("|") >= 2
+    return (gap and bool(ALIGNED_GAP.search(s.strip()))) or s.count("|") >= 2
 
 
 def has_dot_leader(s: str) -> bool:
@@ -194,7 +190,7 @@ def mark_running_lines(lines: Sequence[Line], begin: int, page_starts: set[int])
     for ln in lines[begin:]:
         s = ln.text
         if ln.kind == "text" and len(s) <= 80 and len(s.split()) <= 10 and not is_tabular(s):
-            groups.setdefault(re.sub(r"\d+", "#", s.lower()), []).append(ln.idx)
+            groups.setdefault(running_key(s), []).append(ln.idx)
     for idxs in groups.values():
         if len(idxs) < 3:
             continue
@@ -234,10 +230,10 @@ def _next_content(lines: Sequence[Line], i: int) -> Line | None:
 def header_title(line: Line) -> str | None:
     """The heading text if the line is shaped like a heading (context is checked separately)."""
     s = line.text
-    md = MD_HEADER.match(s) or BOLD_HEADER.match(s)
+    md = MD_HEADING.match(s) or BOLD_HEADER.match(s)
     if md:
-        return md.group(1).strip().strip("*").strip()
-    if len(s) > 80 or len(s.split()) > 10 or ALIGNED.search(s):
+        return md.group("title").strip().strip("*").strip()
+    if len(s) > 80 or len(s.split()) > 10 or ALIGNED_GAP.search(s):
         return None
     if not (SEED_HEADER.match(s) or LOOSE_HEADER.match(s) or INITIALS_HEADER.match(s)):
         return None
@@ -256,7 +252,7 @@ def detect_headers(lines: Sequence[Line], begin: int) -> None:
         title = header_title(ln)
         if title is None:
             continue
-        if MD_HEADER.match(ln.text) or BOLD_HEADER.match(ln.text):
+        if MD_HEADING.match(ln.text) or BOLD_HEADER.match(ln.text):
             ln.kind = "header"
             continue
         prev = lines[i - 1] if i - 1 >= begin else None
