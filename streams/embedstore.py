@@ -185,7 +185,7 @@ def embedder_for(settings: Settings) -> Embedder:
     if id(embedder) not in _set_up:
         from prometheus_client import REGISTRY
 
-        from streams.ops.metrics import EmbeddingCacheCollector
+        from streams.runtime.metrics import EmbeddingCacheCollector
 
         embedder.attach(open_store(settings))
         REGISTRY.register(EmbeddingCacheCollector(lambda: embedder.stats))

@@ -15,8 +15,8 @@ from streams.agents.transport import Transport
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
-from streams.ops import metrics as m
-from streams.ops.groups import client_id
+from streams.runtime import metrics as m
+from streams.runtime.clients import client_id, group_id
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -51,11 +51,6 @@ class InlineBudget:
         rate = seconds / max(size, 1)
         cost = self.seconds_per_byte
         self.seconds_per_byte = rate if cost is None else 0.8 * cost + 0.2 * rate
-
-
-def group_id(role: str) -> str:
-    """Consumer group (faust app id) of a role: `streams-assembler`, `streams-chunker-window`, ..."""
-    return f"streams-{role}"
 
 
 def _broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | None:

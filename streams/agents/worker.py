@@ -39,8 +39,8 @@ def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     if settings.metrics_port:
         import threading
 
-        from streams.ops.lag import group_lag, known_groups
-        from streams.ops.metrics import serve
+        from streams.runtime.lag import group_lag, known_groups
+        from streams.runtime.metrics import serve
 
         group = app.conf.id
         topics = known_groups(settings).get(group, [])

@@ -92,7 +92,7 @@ def _settle(pipeline: LocalPipeline, quiet_s: float, timeout_s: float) -> None:
 
     A quiet period alone is not enough: the vector sink embedding a full batch is quiet for longer than
     that, and the first version of this bench counted such slow documents as lost."""
-    from streams.ops.lag import group_lag
+    from streams.runtime.lag import group_lag
 
     settings = pipeline.settings
     deadline = time.monotonic() + timeout_s

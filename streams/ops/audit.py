@@ -33,7 +33,7 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.records import build_records, manifest_for
 from streams.core.tokenizers import get_tokenizer
-from streams.ops.topics import client_config
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 

@@ -4,8 +4,9 @@ A Kafka broker removes a group member whose heartbeats stop for `session.timeout
 with SIGKILL loses its partitions to the survivors. noida-db 0.2.3 never expires a session: the group waits
 for the dead member's JoinGroup or SyncGroup forever and every live member sits without partitions (seen as
 COMPLETING_REBALANCING with a dead leader). The process that owns the embedded broker stands in for the
-session timeout: every worker names itself `<role>.p<pid>.<host>` as client id, and the janitor sends
-LeaveGroup for members whose process on this host is gone. Production brokers never need it.
+session timeout: every worker names itself `streams.<role>.p<pid>.<host>` as client id
+(`streams.runtime.clients.client_id`), and the janitor sends LeaveGroup for members whose process on this
+host is gone. Production brokers never need it.
 
 The same missing timeout strands a live process's old membership: a consumer told its generation is stale
 (a replica joined, or the broker restarted and forgot the group) rejoins under a new member id, and the
@@ -18,25 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
-import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from streams.runtime.clients import CLIENT_ID_PATTERN, KAFKA_LOG, host_name
+
 log = logging.getLogger("streams.groups")
-
-_CLIENT_ID = re.compile(r"^streams\.(?P<role>[A-Za-z0-9_-]+)\.p(?P<pid>\d+)\.(?P<host>[A-Za-z0-9._-]+)$")
-
-
-def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()) or "localhost"
-
-
-def client_id(role: str, pid: int | None = None) -> str:
-    """A Kafka client id that says which process on which host holds a group membership."""
-    safe = re.sub(r"[^A-Za-z0-9_-]", "-", role)
-    return f"streams.{safe}.p{pid or os.getpid()}.{_host()}"
 
 
 def proc_stat(pid: int | str) -> list[str] | None:
@@ -75,13 +64,11 @@ def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
     from confluent_kafka import ConsumerGroupState
     from confluent_kafka.admin import AdminClient
 
-    from streams.ops.topics import KAFKA_LOG
-
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": KAFKA_LOG})
     groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=timeout).result().valid]
     if not groups:
         return []
-    host, found = _host(), []
+    host, found = host_name(), []
     for group, future in admin.describe_consumer_groups(groups, request_timeout=timeout).items():
         try:
             description = future.result()
@@ -89,7 +76,7 @@ def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
             continue
         live: dict[str, list[str]] = {}
         for member in description.members:
-            match = _CLIENT_ID.match(member.client_id or "")
+            match = CLIENT_ID_PATTERN.match(member.client_id or "")
             if not match or match["host"] != host:
                 continue
             if process_alive(int(match["pid"])):

@@ -1,60 +1,16 @@
-"""Consumer lag per group, topic and partition: committed offset against the end offset.
+"""The operator's lag report: consumer lag per group, topic and partition, for `streams lag`.
 
 Groups are the project's own (assembler, one per strategy, one per sink) plus any other group the
-broker lists. A partition without a committed offset counts from the log start, which is what a new
-consumer with `auto.offset.reset=earliest` will read.
+broker lists. One group's lag is `streams.runtime.lag.group_lag`, which the workers' metrics report too.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-from confluent_kafka import Consumer, TopicPartition
-
-from streams.core.chunkers import STRATEGIES
-from streams.ops.topics import client_config
+from streams.runtime.clients import client_config
+from streams.runtime.lag import PartitionLag, group_lag, known_groups
 from streams.settings import Settings
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    group: str
-    topic: str
-    partition: int
-    committed: int  # -1 when the group never committed on this partition
-    end: int
-    lag: int
-
-
-def known_groups(settings: Settings, strategies: list[str] | None = None) -> dict[str, list[str]]:
-    """group -> topics it consumes, for every role this project runs."""
-    t = settings.topics
-    groups = {"streams-assembler": [t.pages]}
-    for strategy in strategies or list(STRATEGIES):
-        groups[f"streams-chunker-{strategy}"] = [t.documents]
-    for sink in ("mongo", "vectors"):
-        groups[f"streams-sink-{sink}"] = [t.chunks, t.status]
-    return groups
-
-
-def group_lag(settings: Settings, group: str, topics: list[str], timeout: float = 10.0) -> list[PartitionLag]:
-    consumer = Consumer({**client_config(settings), "group.id": group, "enable.auto.commit": False})
-    try:
-        wanted: list[TopicPartition] = []
-        metadata = consumer.list_topics(timeout=timeout).topics
-        for topic in topics:
-            if topic in metadata:
-                wanted += [TopicPartition(topic, p) for p in sorted(metadata[topic].partitions)]
-        committed = consumer.committed(wanted, timeout=timeout) if wanted else []
-        rows = []
-        for tp in committed:
-            low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=timeout)
-            position = tp.offset if tp.offset >= 0 else low
-            committed_offset = tp.offset if tp.offset >= 0 else -1
-            rows.append(PartitionLag(group, tp.topic, tp.partition, committed_offset, high, max(0, high - position)))
-        return rows
-    finally:
-        consumer.close()
 
 
 def active_groups(settings: Settings) -> set[str]:

@@ -19,10 +19,11 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPa
 
 from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, PageEvent
-from streams.ops import metrics
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
-from streams.ops.topics import client_config, ensure_topics
+from streams.ops.topics import ensure_topics
 from streams.polling import QuietConsumer
+from streams.runtime import metrics
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 
 

@@ -11,8 +11,7 @@ from datetime import datetime
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from streams.agents.app import group_id
-from streams.ops.topics import client_config
+from streams.runtime.clients import client_config, group_id
 from streams.settings import Settings
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
-from streams.ops.topics import client_config
 from streams.polling import QuietConsumer
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 
 

@@ -3,16 +3,14 @@ topic and changelog to have equal partition counts)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.core.chunkers import STRATEGIES
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 
-KAFKA_LOG = logging.getLogger("streams.kafka")
-KAFKA_LOG.addHandler(logging.NullHandler())  # silent unless the process configured logging (workers, tests)
 LONG = {"retention.ms": "-1"}
 COMPACTED = {"cleanup.policy": "compact"}
 
@@ -22,26 +20,6 @@ class TopicSpec:
     name: str
     partitions: int
     config: dict[str, str]
-
-
-def client_config(settings: Settings) -> dict[str, object]:
-    """librdkafka settings shared by admin, producers and consumers, including security.
-
-    librdkafka's own log lines go through Python logging (`streams.kafka`), not straight to stderr, so a
-    command's output stays one clear line and tests capture them.
-    """
-    conf: dict[str, object] = {
-        "bootstrap.servers": settings.broker,
-        "security.protocol": settings.security_protocol,
-        "logger": KAFKA_LOG,
-    }
-    if settings.sasl_mechanism:
-        conf["sasl.mechanism"] = settings.sasl_mechanism
-        conf["sasl.username"] = settings.sasl_username or ""
-        conf["sasl.password"] = settings.sasl_password or ""
-    if settings.ssl_cafile:
-        conf["ssl.ca.location"] = settings.ssl_cafile
-    return conf
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:

@@ -69,7 +69,7 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
         console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")
         console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
         if settings.metrics_port:
-            from streams.ops.metrics import serve
+            from streams.runtime.metrics import serve
 
             serve(settings.metrics_port, ready=lambda: not pipeline.failed())
         for service in (pipeline.broker, pipeline.store):  # supervised like the workers
@@ -89,7 +89,7 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
 
 def write_health(pipeline: LocalPipeline) -> None:
     """Each role's state for `streams status` and the metrics, replaced atomically once a second."""
-    from streams.ops import metrics
+    from streams.runtime import metrics
 
     roles = {role: health.as_dict() for role, health in sorted(pipeline.health.items())}
     for role, health in roles.items():

@@ -13,10 +13,9 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
-from streams.ops import metrics
-from streams.ops.groups import client_id
-from streams.ops.topics import client_config
 from streams.polling import QuietConsumer
+from streams.runtime import metrics
+from streams.runtime.clients import client_config, client_id, group_id
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -52,7 +51,7 @@ class SinkRunner:
         self.tracker = Tracker(sink)
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
-        self.group = f"streams-sink-{sink.name}"
+        self.group = group_id(f"sink-{sink.name}")
         self.consumer = QuietConsumer(
             Consumer(
                 {

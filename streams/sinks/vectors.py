@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streams.core.events import ChunkRecord, ChunkStatus
-from streams.ops.metrics import EMBED_BATCH
+from streams.runtime.metrics import EMBED_BATCH
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
 
 

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from streams.agents.app import make_app
 from streams.ops.pipeline import producer, settings_env
-from streams.ops.topics import client_config
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 
 

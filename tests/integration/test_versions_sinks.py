@@ -144,7 +144,7 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
 def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int) -> str:
     """Where a stalled replay stands: relabelled chunks stored, the chunker group's offsets, its log tail."""
     from streams.ops.groups import dead_members
-    from streams.ops.lag import group_lag
+    from streams.runtime.lag import group_lag
 
     settings = pipeline.settings
     rows = group_lag(settings, f"streams-chunker-{STRATEGY}", [settings.topics.documents], timeout=5)

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from streams.core.chunkers import STRATEGIES
-from streams.ops.lag import known_groups
 from streams.ops.topics import topic_specs
+from streams.runtime.lag import known_groups
 from streams.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ DEPLOY = REPO / "deploy"
 K8S = DEPLOY / "k8s"
 METRICS_PORT = 9108
 
-#: Every metric the workers and sinks export (streams/ops/metrics.py) plus Prometheus' own `up`.
+#: Every metric the workers and sinks export (streams/runtime/metrics.py) plus Prometheus' own `up`.
 METRICS = {
     "streams_consumer_lag",
     "streams_records_in_total",

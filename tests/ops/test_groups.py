@@ -13,12 +13,13 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.ops.embedded import broker
-from streams.ops.groups import _CLIENT_ID, client_id, process_alive
+from streams.ops.groups import process_alive
+from streams.runtime.clients import CLIENT_ID_PATTERN, client_id
 
 PROBE = """
 import sys
 from confluent_kafka import Consumer
-from streams.ops.groups import client_id
+from streams.runtime.clients import client_id
 c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "probe", "client.id": client_id("probe"),
               "session.timeout.ms": 6000})
 c.subscribe(["t"], on_assign=lambda consumer, parts: print("assigned", len(parts), flush=True))
@@ -28,7 +29,7 @@ while True:
 
 
 def test_client_id_names_role_process_and_host() -> None:
-    match = _CLIENT_ID.match(client_id("chunker:window", pid=4242))
+    match = CLIENT_ID_PATTERN.match(client_id("chunker:window", pid=4242))
     assert match and match["role"] == "chunker-window" and match["pid"] == "4242"
 
 

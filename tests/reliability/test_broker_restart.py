@@ -38,8 +38,8 @@ from pathlib import Path
 import pytest
 
 from streams.ops.embedded import document_store
-from streams.ops.lag import group_lag
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages
+from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink

@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from streams.ops.embedded import document_store
-from streams.ops.lag import group_lag
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.ops.topics import client_config
+from streams.runtime.clients import client_config
+from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import documents, expected_chunks, stored_chunks

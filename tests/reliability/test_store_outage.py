@@ -13,8 +13,8 @@ import time
 import pytest
 
 from streams.ops.embedded import document_store
-from streams.ops.lag import group_lag
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
