@@ -507,11 +507,14 @@ def _continuation_start(
 
 
 def create_chunker(strategy_name: str, tokenizer: Tokenizer | None = None, **options: Any) -> Chunker:
-    """`hybrid` -> HybridChunker; anything else -> the legacy 250-word / 50-overlap window."""
-    from streams.core.chunkers.window import WindowChunker
-    from streams.core.tokenizers import get_tokenizer
+    """`hybrid` -> HybridChunker; anything else -> the legacy 250-word / 50-overlap window.
 
-    tok = tokenizer or get_tokenizer()
+    Seed 003's API, kept for its callers; the chunkers come from the one registry so a strategy is built
+    (and configured) the same way whichever door it is asked for through. The window's registry defaults
+    are the seed's 250/50.
+    """
+    from streams.core.chunkers import get_chunker  # inside: the registry loads strategy modules like this one
+
     if strategy_name == "hybrid":
-        return HybridChunker(tok, **options)
-    return WindowChunker(tok, chunk_size_words=250, chunk_overlap_words=50)
+        return get_chunker("hybrid", tokenizer=tokenizer, **options)
+    return get_chunker("window", tokenizer=tokenizer)
