@@ -1,13 +1,14 @@
 """Consuming with librdkafka without spinning when there is nothing to read.
 
 A Kafka broker holds an empty fetch for the consumer's `fetch.wait.max.ms`; noida-db, the embedded broker,
-answers it at once, so librdkafka's fetcher asks again in a tight loop and an idle sink burnt half a core
-(and the broker most of another) doing nothing. librdkafka has no setting that backs off on an empty fetch,
-so `QuietConsumer` does it from the outside: a partition that has caught up with its high watermark is
-paused, and while partitions are paused one ListOffsets request for all of them (`offsets_for_times` at
-"latest") every probe interval says which have new records; only those are resumed. The interval grows
-from `probe_min_s` to `probe_max_s` while nothing arrives, so a busy stream is read at once and an idle
-one costs a request every half second. Against Kafka it changes nothing but that request.
+answers it at once, so librdkafka's fetcher asks again in a tight loop and an idle sink (and the broker
+answering it) burnt CPU doing nothing (figures: docs/benchmarks.md, Session 8, Idle). librdkafka has no
+setting that backs off on an empty fetch, so `QuietConsumer` does it from the outside: a partition that has
+caught up with its high watermark is paused, and while partitions are paused one ListOffsets request for
+all of them (`offsets_for_times` at "latest") every probe interval says which have new records; only those
+are resumed. The interval grows from `probe_min_s` to `probe_max_s` while nothing arrives, so a busy stream
+is read at once and an idle one costs a request every half second. Against Kafka it changes nothing but
+that request.
 
 The aiokafka side (faust workers) has its own correction in `streams.agents.transport` (point 8).
 """

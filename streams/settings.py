@@ -64,12 +64,13 @@ class Settings(BaseSettings):
     max_document_bytes: int = Field(default=16_000_000, ge=1)
     max_pending_bytes: int = Field(default=256_000_000, ge=1)
     max_message_bytes: int = Field(default=52_428_800, ge=1)
-    #: Producer compression for every topic we write. lz4 costs the workers 5 to 8% less CPU per page than
-    #: gzip (aiokafka's is fixed at level 9) in `streams bench pipeline`; "none" for a broker on localhost.
+    #: Producer compression for every topic we write. lz4 costs the workers less CPU per page than gzip
+    #: (aiokafka's is fixed at level 9) and keeps large documents small on the broker (figures:
+    #: docs/benchmarks.md, Pipeline, session 6); "none" for a broker on localhost.
     compression: str = Field(default="lz4", pattern="^(none|gzip|snappy|lz4|zstd)$")
-    #: How long a worker's producer waits to fill a batch: fewer, larger produce requests. In `streams bench
-    #: pipeline` (section, four runs each) the assembler used 14% and the broker 35% less CPU per page with
-    #: 20 ms than with 0, for at most 20 ms more latency per hop.
+    #: How long a worker's producer waits to fill a batch: fewer, larger produce requests, so the assembler
+    #: and the broker spend less CPU per page, for at most this much more latency per hop (figures:
+    #: docs/benchmarks.md, Session 7: fixes and their effect).
     producer_linger_ms: int = Field(default=20, ge=0, le=1000)
     # faust's default: a worker's commit timer is one of the few things it wakes for while idle.
     commit_interval_s: float = Field(default=2.8, gt=0, le=60)
@@ -94,8 +95,8 @@ class Settings(BaseSettings):
     pinecone_index_host: str | None = None
     pinecone_namespace: str = "streams"
     embed_model: str | None = None
-    #: Forward pass: "torch" (sentence-transformers), "onnx" (same vectors within 3e-7, less CPU) or
-    #: "onnx-int8" (quantised: faster, vectors move; see docs/benchmarks.md).
+    #: Forward pass: "torch" (sentence-transformers), "onnx" (the same vectors up to float rounding, less
+    #: CPU) or "onnx-int8" (quantised: faster, vectors move). Figures: docs/benchmarks.md, Session 11.
     embed_backend: str = Field(default="torch", pattern="^(torch|onnx|onnx-int8)$")
     #: Where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx, once per machine).
     embed_export_dir: Path | None = None

@@ -31,12 +31,11 @@ class InlineBudget:
     """Whether a document is chunked on the event loop or in a thread, from the measured cost per byte.
 
     A thread keeps the loop serving produce acks and commits while a long document is chunked, but each
-    hand-off costs a wake-up and GIL ping-pong: with `section` on 600 small documents the chunker spent
-    1.19-1.28 ms of CPU per page through the thread and 0.87-0.91 inline, and end to end went from 551-560
-    to 689-739 pages/s. `hybrid` (about 6 ms per 3-page document): 3.72-3.88 ms per page with a 5 ms
-    budget, 3.05-3.23 with 50 ms, 219-227 -> 258-266 pages/s. So documents predicted to take under
-    `budget_s` run inline: the loop waits at most that long (the consumer's heartbeats run in their own
-    thread). The first document, before anything is measured, and any over `max_bytes` go to the thread.
+    hand-off costs a wake-up and GIL ping-pong: for small documents that costs more CPU than the chunking,
+    and running them inline raised throughput, for `section` and, once the budget covered its documents,
+    for `hybrid` (figures: docs/benchmarks.md, Pipeline, sessions 4 and 6). So documents predicted to
+    take under `budget_s` run inline: the loop waits at most that long (the consumer's heartbeats run in
+    their own thread). The first document, before anything is measured, and any over `max_bytes` go to the thread.
     """
 
     budget_s: float = 0.05

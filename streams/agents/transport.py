@@ -44,7 +44,8 @@ again from the committed offsets. Seven things break that, each silently:
 
 8. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
    consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
-   burnt 93% of a core, two of them the whole machine, slowing everything else and making timers late.
+   kept a core busy, slowing everything else and making timers late (figures: docs/benchmarks.md,
+   Pipeline, session 3).
    Here a fetch that brought nothing waits before the next one to that broker: `EMPTY_FETCH_BACKOFF_S`
    after the first empty answer, doubling with each further one up to `IDLE_FETCH_BACKOFF_S` (what a
    Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. A broker that

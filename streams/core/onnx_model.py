@@ -1,10 +1,10 @@
-"""The sentence model on ONNX Runtime: the same vectors as sentence-transformers (within 3e-7), less CPU.
+"""The sentence model on ONNX Runtime: the same vectors as sentence-transformers up to float rounding, less CPU.
 
 The graph is exported from the packaged weights on first use (torch's exporter, a few seconds) into
 `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and the graph
 appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
-dynamic int8 quantisation of the weights: faster, but its vectors move (see docs/benchmarks.md), so it
-is opt-in and has its own cache identity.
+dynamic int8 quantisation of the weights: faster, but its vectors move, so it is opt-in and has its own
+cache identity (figures for both: docs/benchmarks.md, Session 11).
 """
 
 from __future__ import annotations
