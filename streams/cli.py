@@ -23,6 +23,25 @@ err = Console(stderr=True)
 out = Console()
 
 
+@app.callback()
+def _config(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Settings file (TOML or YAML): setting names, and a table per strategy of its options. "
+            "Below environment variables; workers started from here read it too.",
+        ),
+    ] = None,
+) -> None:
+    """The --config file travels as STREAMS_CONFIG, so every process this command starts reads the same one."""
+    if config is not None:
+        from streams.settings import CONFIG_ENV, read_config_file
+
+        read_config_file(config)  # unreadable or malformed: one line now, before anything starts
+        os.environ[CONFIG_ENV] = str(config.resolve())
+
+
 class CliError(Exception):
     """An expected failure with a message for the user."""
 
@@ -47,10 +66,17 @@ DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document
 AmendOpt = Annotated[int, typer.Option("--amendment", min=0, help="Amendment number, 0 = original.")]
 
 
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="A strategy option, option=value (repeatable); see `streams strategies`."),
+]
+
+
 @app.command()
 def chunk(
     paths: PathsArg,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking strategy.")] = "window",
+    assignments: SetOpt = None,
     doc_type: DocTypeOpt = None,
     doc_id: DocIdOpt = None,
     amendment: AmendOpt = 0,
@@ -59,11 +85,12 @@ def chunk(
     ] = "record",
 ) -> None:
     """Chunk files offline, without the bus; prints one JSON chunk per line."""
-    from streams.core.chunkers import get_chunker
     from streams.core.document import assemble
+    from streams.core.options import parse_assignments
     from streams.core.records import build_records
+    from streams.strategies import build_chunker
 
-    chunker = get_chunker(strategy)
+    chunker = build_chunker(strategy, Settings(), parse_assignments(strategy, assignments or []))
     for pages in _read_files(paths, doc_id, doc_type, amendment):
         doc = assemble(pages)
         records = build_records(doc, chunker, chunker.chunk(doc))
@@ -89,6 +116,7 @@ def chunk(
 def check(
     paths: PathsArg,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Chunking strategy.")] = "section",
+    assignments: SetOpt = None,
     doc_type: DocTypeOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
     show: Annotated[int, typer.Option("--show", min=0, help="Examples to list per rule.")] = 3,
@@ -98,13 +126,15 @@ def check(
     Exit code 1 while any rule is broken, so it can gate a corpus in CI."""
     from rich.table import Table
 
-    from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.chunkers import ChunkingError
     from streams.core.conformance import Violation
     from streams.core.conformance import check as conformance
     from streams.core.document import assemble
+    from streams.core.options import parse_assignments
     from streams.core.records import build_records
+    from streams.strategies import build_chunker
 
-    chunker = get_chunker(strategy)
+    chunker = build_chunker(strategy, Settings(), parse_assignments(strategy, assignments or []))
     report: dict = {"strategy": strategy, "documents": 0, "chunks": 0, "refused": [], "rules": {}}
     with _progress() as progress:
         task = progress.add_task(f"checking {strategy}", total=len(paths))
@@ -191,16 +221,16 @@ def sink(
     from streams.sinks.factory import build_sink
     from streams.sinks.runner import SinkRunner
 
-    if kind == "vectors":  # one torch thread per process, as in the chunker workers (streams/agents/worker.py)
-        os.environ.setdefault("STREAMS_EMBED_THREADS", "1")
     settings = Settings()
+    if kind == "vectors" and settings.embed_threads is None:  # one thread per process, as chunker workers
+        settings = settings.model_copy(update={"embed_threads": 1})
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size)
     if settings.metrics_port:
-        from streams.ops.lag import group_lag, known_groups
-        from streams.ops.metrics import serve
+        from streams.runtime.lag import group_lag, known_groups
+        from streams.runtime.metrics import serve
 
         topics = known_groups(settings)[runner.group]
         serve(
@@ -281,9 +311,46 @@ def up(
     from streams.core.chunkers import available_strategies
     from streams.ops.demo import DEFAULT_DEMO
     from streams.ops.up import run_up
+    from streams.strategies import check_options
 
     built = set(available_strategies())
-    run_up(Settings(), strategies or [s for s in DEFAULT_DEMO if s in built], err, as_json)
+    settings = Settings()
+    chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
+    check_options(settings, chosen)  # a bad option refuses to start anything, in one line
+    run_up(settings, chosen, err, as_json)
+
+
+@app.command()
+def strategies(
+    as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
+) -> None:
+    """Every strategy: its seed, its options with defaults and allowed ranges, and what is set now."""
+    from rich.table import Table
+
+    from streams.core.chunkers import STRATEGIES
+    from streams.core.options import describe
+    from streams.strategies import options_for
+
+    settings = Settings()
+    rows = []
+    for name in STRATEGIES:
+        row = describe(name)
+        current = options_for(settings, name).model_dump()
+        for option, spec in row["options"].items():
+            spec["value"] = current[option]
+        rows.append(row)
+    if as_json:
+        sys.stdout.write(json.dumps({"strategies": rows}, sort_keys=True) + "\n")
+        return
+    for row in rows:
+        table = Table(title=f"{row['strategy']}: {row['summary']} (seed {row['seed']})", title_justify="left")
+        for column in ("option", "value", "default", "allowed", "what it does"):
+            table.add_column(column)
+        for option, spec in row["options"].items():
+            value = "" if spec["value"] == spec["default"] else str(spec["value"])
+            table.add_row(option, value, str(spec["default"]), spec["range"], spec["description"])
+        out.print(table)
+    out.print("Set with STREAMS_<STRATEGY>__<OPTION>=value, a [strategy] table in --config FILE, or --set.")
 
 
 StoresOpt = Annotated[str, typer.Option("--stores", help="Stores to check, comma-separated: mongo,vectors.")]
@@ -378,10 +445,10 @@ def audit(
     stores: StoresOpt = "mongo,vectors",
 ) -> None:
     """Check every document version on the pages topic against manifests and stores; exit 1 while gaps remain."""
-    from streams.ops import metrics
     from streams.ops.audit import UNREPAIRABLE, audit_stores, repair
     from streams.ops.audit import audit as run_audit
     from streams.ops.replay import parse_from
+    from streams.runtime import metrics
 
     settings = Settings()
     chosen = _strategies(strategy, settings)
@@ -551,8 +618,10 @@ def demo(
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
     from streams.ops.demo import print_summary, run_demo
+    from streams.strategies import check_options
 
     settings = Settings()
+    check_options(settings, strategies or [])
     base = settings.data_dir
     base.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="demo-", dir=base))
@@ -589,8 +658,14 @@ def main() -> None:
             raise SystemExit(1) from None
         from pydantic import ValidationError
 
-        from streams.settings import mask_url
+        from streams.core.options import OptionsError
+        from streams.settings import ConfigError, mask_url
 
+        if isinstance(exc, OptionsError | ConfigError):  # a bad option or config file: refuse to start
+            from rich.markup import escape
+
+            err.print(f"[red]error:[/] bad setting: {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise SystemExit(78) from None
         if isinstance(exc, ValidationError):  # a bad setting: one line, and a code supervisors do not retry
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem.get("loc", ())) or "settings"

@@ -8,21 +8,63 @@ look a text up here before they embed it, and save what they embed.
 
 Both keep the first vector written for a key (insert-or-ignore), so every reader of a key gets the same
 vector whoever computed it.
+
+Also the process's one embedder per (model, backend): the core's `Embedder` is built here from settings
+(model, backend, threads, long-text handling), so the core itself reads no environment.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from streams.core.embedding import Backend, Embedder, EmbeddingStore, configure, get_embedder
+from streams.core.embedding import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
 from streams.settings import Settings
+
+
+@dataclass(frozen=True)
+class EmbedderDefaults:
+    """How `get_embedder` builds in this process; set once from settings at start-up (`configure`)."""
+
+    backend: Backend = field(default_factory=Backend)
+    threads: int = 0
+    long_texts: str = "mean"
+
+
+_defaults = EmbedderDefaults()
+
+
+def configure(backend: Backend | None = None, threads: int | None = None, long_texts: str | None = None) -> None:
+    """Set this process's embedder defaults (the parts given)."""
+    global _defaults
+    changes = {"backend": backend, "threads": threads, "long_texts": long_texts}
+    _defaults = replace(_defaults, **{k: v for k, v in changes.items() if v is not None})
+
+
+def get_embedder(
+    model_path: str | None = None, backend: Backend | None = None, long_texts: str | None = None
+) -> Embedder:
+    """One embedder (model and caches) per model, backend, threads and long-text handling per process."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk: never ask the network
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    resolved = str(Path(model_path or default_model_path()).resolve())
+    wanted = replace(_defaults, backend=backend or _defaults.backend, long_texts=long_texts or _defaults.long_texts)
+    return _embedder_for(resolved, wanted)
+
+
+@functools.cache
+def _embedder_for(resolved_path: str, defaults: EmbedderDefaults) -> Embedder:
+    return Embedder(resolved_path, backend=defaults.backend, threads=defaults.threads, long_texts=defaults.long_texts)
+
 
 _BATCH = 500
 
@@ -178,19 +220,32 @@ def open_store(settings: Settings) -> EmbeddingStore | None:
     raise ValueError(f"unknown embedding cache {kind!r}: use sqlite, mongo or none")
 
 
-def embedder_for(settings: Settings) -> Embedder:
-    """This process's embedder as the settings ask: backend, model, and the shared store attached."""
-    configure(Backend(settings.embed_backend, settings.onnx_dir))
-    embedder = get_embedder(settings.embed_model)
-    if id(embedder) not in _set_up:
-        from prometheus_client import REGISTRY
+def embedder_for(settings: Settings, long_texts: str | None = None) -> Embedder:
+    """This process's embedder as the settings ask: backend, model, and the shared store attached.
 
-        from streams.runtime.metrics import EmbeddingCacheCollector
-
+    `long_texts` overrides `settings.embed_long_chunks`: `semantic` and `cluster` embed their sentence
+    units as the model reads them ("truncate"), so the setting never moves a chunk boundary; whole
+    chunks (the vector sink, search) are embedded as the setting says."""
+    configure(Backend(settings.embed_backend, settings.onnx_dir), settings.embed_threads, settings.embed_long_chunks)
+    embedder = get_embedder(settings.embed_model, long_texts=long_texts)
+    if all(e is not embedder for e in _set_up):
         embedder.attach(open_store(settings))
-        REGISTRY.register(EmbeddingCacheCollector(lambda: embedder.stats))
-        _set_up.add(id(embedder))
+        if not _set_up:  # one collector per process, over every embedder it built
+            from prometheus_client import REGISTRY
+
+            from streams.runtime.metrics import EmbeddingCacheCollector
+
+            REGISTRY.register(EmbeddingCacheCollector(lambda: _total_stats(_set_up)))
+        _set_up.append(embedder)
     return embedder
 
 
-_set_up: set[int] = set()
+def _total_stats(embedders: Sequence[Embedder]) -> CacheStats:
+    total = CacheStats()
+    for embedder in embedders:
+        for name in ("hits", "shared_hits", "misses", "long"):
+            setattr(total, name, getattr(total, name) + getattr(embedder.stats, name))
+    return total
+
+
+_set_up: list[Embedder] = []

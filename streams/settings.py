@@ -15,6 +15,56 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 UP_FILE = "up.json"
 
 
+#: A TOML or YAML file of settings (`streams --config FILE` sets it, so workers inherit it): below the
+#: environment, above a running `streams up`'s connection settings.
+CONFIG_ENV = "STREAMS_CONFIG"
+
+
+class ConfigError(ValueError):
+    """The config file cannot be read: one line, and the process does not start."""
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Settings from a TOML (.toml) or YAML (.yaml/.yml) file: top-level keys are setting names, and a
+    table per strategy holds its options (`[section]` / `max_tokens = 512`)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"config file {path}: {exc.strerror or exc}") from None
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".toml":
+            import tomllib
+
+            data = tomllib.loads(raw.decode("utf-8"))
+        elif suffix in {".yaml", ".yml"}:
+            import yaml
+
+            data = yaml.safe_load(raw) or {}
+        else:
+            raise ConfigError(f"config file {path}: use .toml, .yaml or .yml")
+    except (ValueError, UnicodeDecodeError) as exc:  # tomllib.TOMLDecodeError and yaml.YAMLError
+        raise ConfigError(f"config file {path}: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("yaml"):
+            raise ConfigError(f"config file {path}: {str(exc).splitlines()[0]}") from None
+        raise
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: the top level must be a table of settings")
+    return data
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """Settings from the file named by STREAMS_CONFIG."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = os.environ.get(CONFIG_ENV)
+        return read_config_file(Path(path)) if path else {}
+
+
 class UpFileSource(PydanticBaseSettingsSource):
     """Connection settings of a running `streams up` (below environment variables and arguments)."""
 
@@ -106,10 +156,26 @@ class Settings(BaseSettings):
     embed_cache_path: Path | None = None  # default: <data_dir>/embeddings.sqlite
     embed_cache_max_rows: int = Field(default=500_000, ge=1)
     embed_cache_ttl_days: int = Field(default=30, ge=1)
+    #: Forward-pass threads; unset: 1 in a worker (workers scale by replicas), the runtime's default elsewhere.
+    embed_threads: int | None = Field(default=None, ge=0, le=256)
+    #: A chunk longer than the model's 256 word pieces: "mean" of windows that each fit (retrieves better:
+    #: docs/benchmarks.md, "Long chunks"), or "truncate" (its tail is not in the vector). Either way it
+    #: is counted (streams_vector_long_chunks_total, streams_embedding_long_texts_total).
+    embed_long_chunks: str = Field(default="mean", pattern="^(truncate|mean)$")
     delete_superseded_vectors: bool = False
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
     changelog_cleanup: str = Field(default="compact", pattern="^(compact|delete)$")
+
+    # Strategy options (`STREAMS_SECTION__MAX_TOKENS=512`, a `[section]` table in the --config file, or
+    # `streams chunk --set`): raw here, validated by streams.core.options when a strategy is built.
+    window: dict[str, Any] = Field(default_factory=dict)
+    letter: dict[str, Any] = Field(default_factory=dict)
+    finance: dict[str, Any] = Field(default_factory=dict)
+    section: dict[str, Any] = Field(default_factory=dict)
+    hybrid: dict[str, Any] = Field(default_factory=dict)
+    semantic: dict[str, Any] = Field(default_factory=dict)
+    cluster: dict[str, Any] = Field(default_factory=dict)
 
     # Security for real deployments (never logged: see `redacted()`).
     security_protocol: str = "PLAINTEXT"
@@ -142,7 +208,20 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, dotenv_settings, file_secret_settings, UpFileSource(settings_cls)
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            file_secret_settings,
+            ConfigFileSource(settings_cls),
+            UpFileSource(settings_cls),
+        )
+
+    def strategy_options(self, strategy: str) -> Any:
+        """The validated options of `strategy` (streams.core.options.OptionsError: one line if bad)."""
+        from streams.core.options import make_options
+
+        return make_options(strategy, getattr(self, strategy, None) or {})
 
     def redacted(self) -> dict[str, object]:
         """Settings safe to print or log: passwords, keys and URL credentials masked."""

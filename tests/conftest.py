@@ -81,7 +81,7 @@ class HashEmbedder(Embedder):
     point is what gets embedded. `delay` makes a batch cost time, as the model's does."""
 
     def __init__(self, store=None, descending: bool = False, dimension: int = 384, delay: float = 0.0) -> None:
-        super().__init__(model_path="test-hash-embedder", store=store)
+        super().__init__(model_path="test-hash-embedder", store=store, long_texts="truncate")
         self.descending = descending
         self.size = dimension
         self.delay = delay

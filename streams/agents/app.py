@@ -229,12 +229,12 @@ def assembler_app(settings: Settings) -> faust.App:
 
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
-    from streams.core.chunkers import EMBEDDING_STRATEGIES, ChunkingError, get_chunker
+    from streams.core.chunkers import EMBEDDING_STRATEGIES, ChunkingError
     from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
     from streams.core.records import build_records, manifest_for
-    from streams.core.tokenizers import get_tokenizer
     from streams.core.versions import decide, delete
+    from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
     app = make_app(f"chunker-{strategy}", settings)
     codec = AvroCodec(settings.schema_registry_url)
@@ -245,22 +245,24 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     manifests = app.topic(topics.manifests, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
     versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
-    options = {}
+    embedder = None
     if strategy in EMBEDDING_STRATEGIES:
         from streams.embedstore import embedder_for
 
-        embedder = embedder_for(settings)
+        embedder = embedder_for(settings, long_texts=SENTENCE_UNITS)
         # semantic and cluster read every document at the same moment: through the shared store they
         # embed its sentences from opposite ends and meet in the middle.
         embedder.descending = strategy == "cluster"
-        options["embedder"] = embedder
-    chunker = get_chunker(strategy, get_tokenizer(settings.tokenizer), **options)
+    chunker = build_chunker(strategy, settings, embedder=embedder)
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker
     try:
         chunker.warm_up()
     except EmbeddingUnavailable as exc:
         raise EmbeddingUnavailable(f"chunker:{strategy} cannot start: {exc}") from exc
+    warning = long_chunk_warning(chunker.options, settings.embed_long_chunks)
+    if warning:  # once, at start-up: the vector sink counts each such chunk
+        log.warning(warning)
 
     budget = InlineBudget()
 

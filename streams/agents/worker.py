@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import os
 
 import faust
 
@@ -31,11 +30,10 @@ def settle_heap() -> int:
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
-    if role.startswith("chunker:"):
+    if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
-        # core in every process oversubscribes the machine (the demo's embedding workers on 2 cores:
-        # 103 s to chunk the samples, 43 s with one thread each).
-        os.environ.setdefault("STREAMS_EMBED_THREADS", "1")
+        # core in every process oversubscribes the machine (docs/benchmarks.md, "one thread per worker").
+        settings = settings.model_copy(update={"embed_threads": 1})
     app = build(role, settings)
     if settings.metrics_port:
         import threading

@@ -48,6 +48,22 @@ def single_core() -> Iterator[None]:
                 os.environ[name] = value
 
 
+def bench_chunker(name: str, embedder: Any = None) -> Any:
+    """A strategy as the settings configure it (`STREAMS_<STRATEGY>__<OPTION>`, `--config`), with this
+    process's embedder but no shared embedding store: a measurement must embed what it measures."""
+    from streams.core.chunkers import EMBEDDING_STRATEGIES
+    from streams.settings import load_settings
+    from streams.strategies import build_chunker
+
+    settings = load_settings()
+    if name in EMBEDDING_STRATEGIES and embedder is None:
+        from streams.embedstore import get_embedder
+        from streams.strategies import SENTENCE_UNITS
+
+        embedder = get_embedder(settings.embed_model, long_texts=SENTENCE_UNITS)
+    return build_chunker(name, settings, embedder=embedder)
+
+
 def baseline_libraries_missing() -> list[str]:
     """The `bench` extra's packages that are not importable (for tests and for a clear error)."""
     import importlib.util

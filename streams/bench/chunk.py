@@ -168,12 +168,12 @@ def _encoding() -> Any:
 
 
 def _strategy(name: str) -> Candidate:
-    from streams.core.chunkers import get_chunker
+    from streams.bench import bench_chunker
 
-    get_chunker(name)  # fail early (missing module or dependency) rather than inside the timing
+    bench_chunker(name)  # fail early (missing module or dependency) rather than inside the timing
 
     def make() -> Runner:
-        return _drafts_runner(get_chunker(name))
+        return _drafts_runner(bench_chunker(name))
 
     return Candidate(name, "strategy", make)
 
@@ -250,9 +250,10 @@ def langchain_embeddings(embedder: Any) -> Any:
 def _stock_embedder() -> Any:
     """The baselines embed as their users would: sentence-transformers on torch, whatever backend the
     strategies are measured with."""
-    from streams.core.embedding import Backend, get_embedder
+    from streams.core.embedding import Backend
+    from streams.embedstore import get_embedder
 
-    return get_embedder(backend=Backend("torch"))
+    return get_embedder(backend=Backend("torch"), long_texts="truncate")
 
 
 def _langchain_semantic() -> Runner:
@@ -311,9 +312,9 @@ def _drafts_runner(chunker: Any) -> Runner:
 
 def _sentences(docs: Sequence[AssembledDocument]) -> list[list[str]]:
     """Per document, every sentence unit either embedding strategy embeds (deduplicated)."""
-    from streams.core.chunkers import get_chunker
+    from streams.bench import bench_chunker
 
-    units = [get_chunker(name) for name in EMBEDDING_STRATEGIES]
+    units = [bench_chunker(name) for name in EMBEDDING_STRATEGIES]
     out = []
     for doc in docs:
         texts: dict[str, None] = {}
@@ -328,16 +329,17 @@ def _measure_embedding(
 ) -> tuple[dict[str, Measurement], dict[str, float]]:
     """Each strategy cold (cache cleared), `semantic` then `cluster` sharing the cache, and the time
     to embed every sentence once: the last two give `semantic_cluster_ratio`."""
-    from streams.core.chunkers import get_chunker
-    from streams.core.embedding import get_embedder
+    from streams.bench import bench_chunker
+    from streams.embedstore import get_embedder
+    from streams.strategies import SENTENCE_UNITS
 
-    embedder = get_embedder()
+    embedder = get_embedder(long_texts=SENTENCE_UNITS)
     embedder.encode(["warm up the model"])  # load weights outside any timing
     measurements = {name: Measurement(name, "strategy") for name in names}
     for name in names:
         embedder.clear_cache()
         with contextlib.suppress(Exception):  # reported by the timed pass
-            get_chunker(name).chunk(min(docs, key=lambda d: len(d.text)))
+            bench_chunker(name).chunk(min(docs, key=lambda d: len(d.text)))
     both = all(n in names for n in EMBEDDING_STRATEGIES)
     warm_cluster = Measurement("cluster_after_semantic", "strategy")
     embed_rows: list[float] = []
@@ -345,13 +347,13 @@ def _measure_embedding(
     for r in range(repeats):
         for name in names:
             tick(f"{name} ({r + 1}/{repeats})")
-            chunker = get_chunker(name)
+            chunker = bench_chunker(name)
             embedder.clear_cache()
             texts = _timed_pass(_drafts_runner(chunker), docs, measurements[name], r == 0)
             if r == 0:
                 measurements[name].chunk_tokens = _count_tokens(texts)
             if both and name == "semantic":  # cluster right after, on the cache semantic filled
-                _timed_pass(_drafts_runner(get_chunker("cluster")), docs, warm_cluster, False)
+                _timed_pass(_drafts_runner(bench_chunker("cluster")), docs, warm_cluster, False)
         if both:
             tick(f"embed once ({r + 1}/{repeats})")
             embedder.clear_cache()
@@ -563,9 +565,11 @@ def _run(
 
 
 def _clear_embedder_cache() -> None:
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
+    from streams.strategies import SENTENCE_UNITS
 
     get_embedder().clear_cache()
+    get_embedder(long_texts=SENTENCE_UNITS).clear_cache()
     _stock_embedder().clear_cache()
 
 

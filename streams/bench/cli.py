@@ -28,12 +28,15 @@ QUALITY_CORPUS = Path("shared") / "corpora" / "chunking_eval"
 
 @bench_app.callback()
 def _embedding_backend() -> None:
-    """In-process measurements embed with the backend the settings name (`STREAMS_EMBED_BACKEND`)."""
-    from streams.core.embedding import Backend, configure
+    """In-process measurements embed as the settings say (`STREAMS_EMBED_BACKEND`, `STREAMS_EMBED_LONG_CHUNKS`),
+    on one thread unless `STREAMS_EMBED_THREADS` says otherwise: every candidate runs on one core."""
+    from streams.core.embedding import Backend
+    from streams.embedstore import configure
     from streams.settings import load_settings
 
     settings = load_settings()
-    configure(Backend(settings.embed_backend, settings.onnx_dir))
+    threads = 1 if settings.embed_threads is None else settings.embed_threads
+    configure(Backend(settings.embed_backend, settings.onnx_dir), threads, settings.embed_long_chunks)
 
 
 CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Folder of documents (default: see the command).")]
@@ -122,17 +125,20 @@ def quality(
     strategy: Annotated[
         list[str] | None, typer.Option("--strategy", "-s", help="Strategy to score (repeatable; default all).")
     ] = None,
+    baselines: Annotated[
+        bool, typer.Option("--baselines/--no-baselines", help="Score LangChain and chonkie beside the strategies.")
+    ] = True,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
     from streams.bench.quality import run_quality
 
     with _progress() as update:
-        report = run_quality(_quality_corpus(corpus), k, strategy, progress=update)
+        report = run_quality(_quality_corpus(corpus), k, strategy, baselines, progress=update)
     if as_json:
         _emit_json(report)
         return
     table = Table(title=f"bench quality: {report['questions']} questions, k={report['k']}")
-    for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "chunks"):
+    for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "chunks", "long"):
         table.add_column(column, justify="left" if column in {"name", "kind"} else "right", no_wrap=column == "name")
     for r in report["results"]:
         table.add_row(
@@ -143,6 +149,7 @@ def quality(
             f"{r['iou']:.4f}",
             f"{r['mean_tokens']:.0f}",
             str(r["chunks"]),
+            str(r.get("long_chunks", "")),
         )
     out.print(table)
     if report["targets"]:

@@ -41,10 +41,11 @@ def _env(name: str, value: str) -> Iterator[None]:
 def _sentences_and_chunks(docs: Sequence[list[PageEvent]]) -> tuple[list[str], dict[str, int], dict[str, float]]:
     """Every sentence unit either strategy embeds, the chunks each strategy makes in process, and each
     strategy's CPU ms per page with every vector already cached: its work other than the forward pass."""
-    from streams.core.chunkers import EMBEDDING_STRATEGIES, get_chunker
+    from streams.bench import bench_chunker
+    from streams.core.chunkers import EMBEDDING_STRATEGIES
     from streams.core.document import assemble
 
-    chunkers = {name: get_chunker(name) for name in EMBEDDING_STRATEGIES}
+    chunkers = {name: bench_chunker(name) for name in EMBEDDING_STRATEGIES}
     assembled = [assemble(pages) for pages in docs]
     sentences: dict[str, None] = {}
     chunks = dict.fromkeys(chunkers, 0)

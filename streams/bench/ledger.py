@@ -13,7 +13,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from streams.core.chunkers import get_chunker
+from streams.bench import bench_chunker
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
@@ -60,7 +60,7 @@ def _documents(count: int, seed: int) -> list[list[PageEvent]]:
 
 
 def _expected(docs: list[list[PageEvent]]) -> dict[str, dict[str, str]]:
-    chunker = get_chunker("window")
+    chunker = bench_chunker("window")
     out: dict[str, dict[str, str]] = {}
     for pages in docs:
         doc = assemble(pages)

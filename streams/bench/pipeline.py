@@ -93,8 +93,9 @@ def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repea
 
 
 def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int) -> dict[str, Any]:
+    from streams.bench import bench_chunker
     from streams.codec.avro import AvroCodec
-    from streams.core.chunkers import ChunkingError, get_chunker
+    from streams.core.chunkers import ChunkingError
     from streams.core.document import assemble
     from streams.core.records import build_records
 
@@ -105,7 +106,7 @@ def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repe
         # A repeat must not find the documents in a cache the last one filled (the embedder's, hybrid's
         # token counts): a worker sees each document once. Caches across documents stay, as in a worker.
         _forget_embeddings(strategies)
-        chunkers = [get_chunker(s) for s in strategies]
+        chunkers = [bench_chunker(s) for s in strategies]
         for chunker in chunkers:
             chunker.warm_up()
         started, cpu_started, chunks = time.perf_counter(), time.process_time(), 0

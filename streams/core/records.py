@@ -38,13 +38,16 @@ def chunk_id(
     draft: ChunkDraft,
     position: int,
     normalized: str | None = None,
+    lineage: str = "",
 ) -> str:
-    """Globally unique and deterministic: document, strategy, amendment, place and content.
+    """Globally unique and deterministic: document, strategy, amendment, place, content and options.
 
     Position and range are part of the id so two identical paragraphs in one document stay distinct.
     `normalized`, when given, is `normalized_text(draft.text)` (the record builder needs it twice).
+    `lineage` fingerprints non-default strategy options; the defaults add nothing, so their ids are
+    the ones every earlier release produced.
     """
-    digest = _digest(
+    parts = [
         doc_id,
         strategy,
         str(amendment_number),
@@ -53,7 +56,8 @@ def chunk_id(
         "/".join(draft.section_path),
         "|".join(draft.identity),
         normalized_text(draft.text) if normalized is None else normalized,
-    )
+    ]
+    digest = _digest(*parts, lineage) if lineage else _digest(*parts)
     return f"{strategy}-{digest[:32]}"
 
 
@@ -77,7 +81,9 @@ def build_records(
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         normalized = normalized_text(draft.text)
         body: dict[str, Any] = {
-            "chunk_id": chunk_id(doc.doc_id, chunker.name, doc.amendment_number, draft, position, normalized),
+            "chunk_id": chunk_id(
+                doc.doc_id, chunker.name, doc.amendment_number, draft, position, normalized, chunker.lineage
+            ),
             "doc_id": doc.doc_id,
             "document_name": doc.document_name,
             "doc_type": str(doc.doc_type),

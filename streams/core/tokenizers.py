@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from bisect import bisect_right
 from collections.abc import Callable
 from typing import Protocol
@@ -89,7 +88,8 @@ class _CutCounter:
                 self.checkpoints.append(position)
                 position += len(text[index : index + _BYTE_STEP].encode("utf-8"))
         # encode_to_numpy with no special tokens allowed or disallowed is encode_ordinary, without the
-        # list of Python ints: 10% of this counter's cost on the letters.
+        # list of Python ints, which was a tenth of this counter's cost (docs/benchmarks.md, "Figures
+        # behind code choices").
         ids = encoding.encode_to_numpy(text, disallowed_special=())
         self.token_ends: list[int] = np.cumsum(byte_lengths[ids]).tolist()
         self._edges: dict[str, int] = {}
@@ -157,7 +157,7 @@ class TiktokenTokenizer:
 
     def count_many(self, texts: list[str]) -> list[int]:
         # Not encode_ordinary_batch: it starts a thread pool on every call, which cost more than the
-        # encoding itself for one document's chunks (0.55 s of 1.1 s in-process for 300 documents).
+        # encoding itself for one document's chunks (docs/benchmarks.md, "Figures behind code choices").
         encode = self.encoding.encode_ordinary
         return [len(encode(text)) for text in texts]
 
@@ -192,6 +192,6 @@ def _byte_lengths(name: str) -> np.ndarray:
 
 @functools.cache
 def get_tokenizer(name: str | None = None) -> TiktokenTokenizer:
-    """The configured tokenizer (`STREAMS_TOKENIZER`, default cl100k_base), shared per process."""
-    encoding = name or os.environ.get("STREAMS_TOKENIZER", "cl100k_base")
-    return TiktokenTokenizer(encoding.removeprefix("tiktoken:"))
+    """The named tokenizer (default cl100k_base; callers pass `settings.tokenizer`), loaded once per
+    process: the BPE ranks are immutable, so the memo is a cache, not state."""
+    return TiktokenTokenizer((name or "cl100k_base").removeprefix("tiktoken:"))

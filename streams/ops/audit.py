@@ -28,14 +28,14 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
-from streams.core.chunkers import STRATEGIES, get_chunker
+from streams.core.chunkers import STRATEGIES
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.records import build_records, manifest_for
-from streams.core.tokenizers import get_tokenizer
 from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
+from streams.strategies import build_chunker
 
 GAP_KINDS = (
     "never_assembled",
@@ -193,13 +193,17 @@ def read_ledger(
 
 
 def lineage(settings: Settings, strategy: str) -> str:
-    """The chunker version the running workers label their records with."""
+    """The chunker version the running workers label their records with (options included)."""
     if settings.chunker_version:
         return settings.chunker_version
+    from streams.strategies import options_for
+
     module, name = STRATEGIES[strategy].split(":")
     import importlib
 
-    return str(getattr(importlib.import_module(module), name).version)
+    version = str(getattr(importlib.import_module(module), name).version)
+    tag = options_for(settings, strategy).lineage_tag()
+    return f"{version}+{tag}" if tag else version
 
 
 @dataclass
@@ -351,11 +355,10 @@ def repair(
             rechunk[(gap.doc_id, gap.amendment)].add(gap.strategy)
         if on_gap:
             on_gap()
-    tokenizer = get_tokenizer(settings.tokenizer)
     for (doc_id, amendment), strategies in sorted(rechunk.items()):
         doc = assemble(_pages(settings, ledger.versions[(doc_id, amendment)]))
         for strategy in sorted(strategies):
-            chunker = get_chunker(strategy, tokenizer)
+            chunker = build_chunker(strategy, settings)
             chunker.version = lineage(settings, strategy)
             records = build_records(doc, chunker, chunker.chunk(doc), amendment == ledger.latest_amendment(doc_id))
             _publish(settings, codec, out, records)

@@ -58,7 +58,17 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_EMBED_CACHE_PATH": str(settings.embed_cache_file),
         "STREAMS_EMBED_CACHE_MAX_ROWS": str(settings.embed_cache_max_rows),
         "STREAMS_EMBED_CACHE_TTL_DAYS": str(settings.embed_cache_ttl_days),
+        "STREAMS_EMBED_LONG_CHUNKS": settings.embed_long_chunks,
     }
+    if settings.embed_threads is not None:
+        env["STREAMS_EMBED_THREADS"] = str(settings.embed_threads)
+    from streams.core.options import OPTIONS
+
+    for strategy in OPTIONS:  # strategy options as set (validated by each worker at start-up)
+        for option, value in (getattr(settings, strategy) or {}).items():
+            env[f"STREAMS_{strategy.upper()}__{option.upper()}"] = (
+                str(value).lower() if isinstance(value, bool) else str(value)
+            )
     for name in (
         "chunker_version",
         "embed_model",

@@ -43,6 +43,11 @@ LATENCY = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
 )
 TABLE_ENTRIES = Gauge("streams_table_entries", "Entries in a worker's state table", ["table"])
+LONG_CHUNKS = Counter(
+    "streams_vector_long_chunks",
+    "Chunks longer than the embedding model reads (embedded truncated or as windows: STREAMS_EMBED_LONG_CHUNKS)",
+    ["strategy"],
+)
 EMBED_BATCH = Histogram(
     "streams_embedding_batch_seconds",
     "Time to embed one batch",
@@ -88,6 +93,12 @@ class EmbeddingCacheCollector(Collector):
         for source, attribute in (("memory", "hits"), ("shared", "shared_hits"), ("embedded", "misses")):
             family.add_metric([source], getattr(stats, attribute))
         yield family
+        long = CounterMetricFamily(
+            "streams_embedding_long_texts",
+            "Texts embedded here that were longer than the model reads (truncated, or as windows)",
+        )
+        long.add_metric([], getattr(stats, "long", 0))
+        yield long
 
 
 class _State:

@@ -9,14 +9,16 @@ status stubs for flips that arrive before their chunk.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from streams.core.events import ChunkRecord, ChunkStatus
-from streams.runtime.metrics import EMBED_BATCH
+from streams.runtime.metrics import EMBED_BATCH, LONG_CHUNKS
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
 
 
@@ -28,6 +30,10 @@ class VectorStats:
     upserted: int = 0
     flips: int = 0
     deleted: int = 0
+    long_chunks: int = 0  # past the model's word-piece limit
+
+
+log = logging.getLogger("streams.sinks.vectors")
 
 
 class LocalState:
@@ -66,7 +72,7 @@ class VectorSink:
     holds_tables = False
 
     def __init__(self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False):
-        from streams.core.embedding import get_embedder
+        from streams.embedstore import get_embedder
 
         self.target = target
         self.embedder = embedder or get_embedder()
@@ -80,6 +86,7 @@ class VectorSink:
         if not wanted:
             return 0
         texts = {r.content_hash: r.text for r in wanted}
+        self._count_long(wanted, texts)
         before = self.embedder.stats.misses
         started = time.perf_counter()
         known = dict(zip(texts, self.embedder.encode(list(texts.values())), strict=True))
@@ -111,6 +118,32 @@ class VectorSink:
         self.target.upsert(rows)
         self.stats.upserted += len(rows)
         return len(rows)
+
+    def _count_long(self, records: Sequence[ChunkRecord], texts: dict[str, str]) -> None:
+        """Chunks the model cannot read whole: a metric per strategy and one log line per document."""
+        limit = self.embedder.max_pieces
+        lengths = dict(zip(texts, self.embedder.token_lengths(list(texts.values())), strict=True))
+        per_doc: Counter[tuple[str, str, int]] = Counter()
+        totals: Counter[tuple[str, str, int]] = Counter()
+        for r in records:
+            key = (r.doc_id, r.strategy, r.amendment_number)
+            totals[key] += 1
+            if lengths[r.content_hash] > limit:
+                per_doc[key] += 1
+        how = "as the mean of windows" if self.embedder.long_texts == "mean" else "truncated"
+        for (doc_id, strategy, amendment), count in sorted(per_doc.items()):
+            LONG_CHUNKS.labels(strategy).inc(count)
+            self.stats.long_chunks += count
+            log.warning(
+                "%s (amendment %d, %s): %d of %d chunks longer than the embedding model's %d word pieces, embedded %s",
+                doc_id,
+                amendment,
+                strategy,
+                count,
+                totals[(doc_id, strategy, amendment)],
+                limit,
+                how,
+            )
 
     def apply_status(self, statuses: Sequence[ChunkStatus]) -> int:
         if not statuses:

@@ -36,9 +36,10 @@ def render(strategy: str, path: Path, embedder: object | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def golden_embedder() -> object:
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
+    from streams.strategies import SENTENCE_UNITS
 
-    return get_embedder()
+    return get_embedder(long_texts=SENTENCE_UNITS)
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=[p.name for p in DOCUMENTS])
@@ -57,7 +58,7 @@ def test_output_matches_golden_file(strategy: str, path: Path, request: pytest.F
     expected = golden.read_text(encoding="utf-8")
     if produced != expected:
         want, got = expected.splitlines(), produced.splitlines()
-        first = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+        first = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got)))
         pytest.fail(
             f"{strategy} on {path.name} differs from its golden file at record {first} "
             f"({len(got)} records, golden {len(want)}); an intended change: pytest tests/golden --update-golden"

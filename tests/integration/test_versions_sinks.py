@@ -65,7 +65,12 @@ def embedder():
     return Embedder()
 
 
-def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: bool = False) -> dict:
+#: A replay that only relabels the lineage, and one with new strategy options (a new lineage of new ids).
+RELABEL = {"chunker_version": "9.9.9-replay"}
+RETUNE = {STRATEGY: {"min_tokens": 150, "max_tokens": 250}}
+
+
+def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: dict | None = None) -> dict:
     issued, amended = rfp_versions()
     versions = {0: issued, 1: amended}
     settings = pipeline_settings(tmp, sink_assignment="manual")
@@ -106,20 +111,35 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
                 )
                 time.sleep(2)  # anything late (a duplicate) would land now
                 replayed = None
-                if replay:  # move the group back with a new lineage label and re-chunk everything
+                if replay:  # move the group back with new settings and re-chunk everything
                     role = f"chunker:{STRATEGY}"
                     pipeline.stop_worker(role)
                     reset_offsets(pipeline.settings, STRATEGY, "earliest")
-                    pipeline.settings = pipeline.settings.model_copy(update={"chunker_version": "9.9.9-replay"})
+                    pipeline.settings = pipeline.settings.model_copy(update=replay)
+                    lineage = lineage_of(pipeline.settings)
                     pipeline.start_worker(role)
-                    sinks.wait_for(
-                        lambda: sinks.mongo.count(chunker_version="9.9.9-replay") == total,
-                        context=lambda: replay_state(pipeline, sinks, total),
-                    )
+                    if lineage == RELABEL["chunker_version"]:  # same ids: every chunk relabelled in place
+                        settled = lambda: sinks.mongo.count(chunker_version=lineage) == total  # noqa: E731
+                    else:  # new ids: every old chunk retired, the new lineage stored
+                        settled = lambda: sinks.mongo.count(retired=True) == total  # noqa: E731
+                    sinks.wait_for(settled, context=lambda: replay_state(pipeline, sinks, total, lineage))
                     replayed = Collector(settings)
                     replayed.poll(3.0)
                     replayed.close()
+                    fresh = [r for r in replayed.result.records() if r.chunker_version == lineage]
+                    fresh_embeddable = [r for r in fresh if not is_table(r)]
+                    sinks.wait_for(
+                        lambda: (
+                            sinks.mongo.count(chunker_version=lineage) == len(fresh)
+                            and sinks.lance.count() == len(fresh_embeddable)
+                        ),
+                        context=lambda: replay_state(pipeline, sinks, total, lineage),
+                    )
                 docs = sinks.mongo.by_ids(sorted(expected[0] | expected[1]))
+                if replayed is not None:
+                    docs += sinks.mongo.by_ids(
+                        sorted({r.chunk_id for r in replayed.records()} - expected[0] - expected[1])
+                    )
                 lance_rows = sinks.lance.table.to_arrow().to_pylist()
                 return {
                     "expected": expected,
@@ -141,7 +161,14 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
         store.stop()
 
 
-def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int) -> str:
+def lineage_of(settings) -> str:
+    """The chunker_version the workers label records with under these settings."""
+    from streams.ops.audit import lineage
+
+    return lineage(settings, STRATEGY)
+
+
+def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int, lineage: str) -> str:
     """Where a stalled replay stands: relabelled chunks stored, the chunker group's offsets, its log tail."""
     from streams.ops.groups import dead_members
     from streams.runtime.lag import group_lag
@@ -151,7 +178,8 @@ def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int) -> str:
     log = settings.data_dir / "logs" / f"chunker-{STRATEGY}.log"
     tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
     return (
-        f"relabelled {sinks.mongo.count(chunker_version='9.9.9-replay')}/{total}; chunker offsets "
+        f"stored as {lineage}: {sinks.mongo.count(chunker_version=lineage)} (old chunks {total}, retired "
+        f"{sinks.mongo.count(retired=True)}); chunker offsets "
         f"{[(r.partition, r.committed, r.end) for r in rows]}; dead members {dead_members(settings.broker)}; "
         f"worker alive {pipeline.workers[f'chunker:{STRATEGY}'].poll() is None}; log tail {tail}"
     )
@@ -159,12 +187,17 @@ def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int) -> str:
 
 @pytest.fixture(scope="module")
 def forward(tmp_path_factory, embedder) -> dict:
-    return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True, replay=False)
+    return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True)
 
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory, embedder) -> dict:
-    return run_amendments(tmp_path_factory.mktemp("replay"), [0, 1], embedder, replay=True)
+    return run_amendments(tmp_path_factory.mktemp("replay"), [0, 1], embedder, replay=RELABEL)
+
+
+@pytest.fixture(scope="module")
+def retuned(tmp_path_factory, embedder) -> dict:
+    return run_amendments(tmp_path_factory.mktemp("retune"), [0, 1], embedder, replay=RETUNE)
 
 
 def test_amendment_flips_every_older_chunk_in_both_stores(forward: dict) -> None:
@@ -233,3 +266,22 @@ def test_replay_rechunks_with_new_lineage_and_no_duplicates(replayed: dict) -> N
     assert {d["chunker_version"] for d in forward["mongo"].values()} == {"9.9.9-replay"}
     assert sum(d["is_latest_version"] for d in forward["mongo"].values()) == len(forward["expected"][1])
     assert forward["embedded_after"] == forward["stats"].embedded
+
+
+def test_replay_with_new_options_is_a_new_lineage_that_retires_the_old(retuned: dict) -> None:
+    """Options are part of the lineage: new ids, a new chunker_version, the old lineage retired in both stores."""
+    from streams.core.options import make_options
+
+    old = retuned["expected"][0] | retuned["expected"][1]
+    tag = make_options(STRATEGY, RETUNE[STRATEGY]).lineage_tag()
+    fresh = [r for r in retuned["replayed"].records() if r.chunker_version.endswith("+" + tag)]
+    assert fresh and old.isdisjoint(r.chunk_id for r in fresh)
+    assert max(r.token_count for r in fresh if not is_table(r)) <= 250
+    mongo = retuned["mongo"]
+    assert all(mongo[i]["retired"] and not mongo[i]["is_latest_version"] for i in old)
+    latest = {r.chunk_id for r in fresh if r.amendment_number == 1}
+    assert {i for i, d in mongo.items() if d["is_latest_version"] and not d["retired"]} == latest
+    assert not old & set(retuned["lance"]), "retired vectors are gone"
+    assert {i for i, row in retuned["lance"].items() if row["is_latest_version"]} == {
+        r.chunk_id for r in fresh if r.amendment_number == 1 and not is_table(r)
+    }

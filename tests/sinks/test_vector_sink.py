@@ -143,3 +143,23 @@ def test_the_ledger_counts_only_embeddable_chunks_and_a_superseded_version_is_no
     assert late.amendment_number == 0 and late.outcome == "superseded"
     embeddable = [r.chunk_id for r in v1 if not r.metadata.get("is_table")]
     assert sink.latest_flags(embeddable) == dict.fromkeys(embeddable, True)
+
+
+def test_chunks_past_the_model_limit_are_counted_and_logged(target, tmp_path: Path, caplog) -> None:
+    """Never silent: a metric per strategy, a line per document, the sink's own count."""
+    from prometheus_client import REGISTRY
+
+    long_section = "SECTION 1: SCOPE\n\n" + " ".join(f"word{i}" for i in range(300)) + ".\n\n"
+    records = _records(0, [long_section + "SECTION 2: TERMS\n\nShort terms apply here."])
+    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder())
+    before = REGISTRY.get_sample_value("streams_vector_long_chunks_total", {"strategy": "section"}) or 0.0
+    with caplog.at_level("WARNING", logger="streams.sinks.vectors"):
+        sink.write_chunks(records)
+    assert sink.stats.long_chunks == 1
+    after = REGISTRY.get_sample_value("streams_vector_long_chunks_total", {"strategy": "section"})
+    assert after == before + 1
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        f"doc (amendment 0, section): 1 of {len(records)} chunks longer than the embedding model's 256 word pieces, "
+        "embedded truncated"
+    ]

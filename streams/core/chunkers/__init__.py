@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping
 from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
+from streams.core.options import OPTIONS, OptionsError, StrategyOptions, make_options
 from streams.core.tokenizers import Tokenizer, get_tokenizer
 
 # name -> "module:Class"; a strategy module may be missing until its issue lands.
@@ -21,8 +23,11 @@ STRATEGIES: dict[str, str] = {
 }
 
 
-class UnknownStrategy(ValueError):
+class UnknownStrategy(OptionsError):
     pass
+
+
+assert set(OPTIONS) == set(STRATEGIES), "every strategy declares its options in streams.core.options"
 
 
 def available_strategies() -> list[str]:
@@ -39,9 +44,24 @@ def available_strategies() -> list[str]:
 EMBEDDING_STRATEGIES = ("semantic", "cluster")
 
 
-def get_chunker(name: str, tokenizer: Tokenizer | None = None, **options: Any) -> Chunker:
+def get_chunker(
+    name: str,
+    options: StrategyOptions | Mapping[str, Any] | None = None,
+    *,
+    tokenizer: Tokenizer | None = None,
+    embedder: Any = None,
+    **overrides: Any,
+) -> Chunker:
+    """The one way to build a strategy: options validated (OptionsError, one line), tokenizer and embedder
+    injected by the caller. The seed's defaults give today's ids; changed options give a new lineage."""
     if name not in STRATEGIES:
         raise UnknownStrategy(f"unknown strategy {name!r}; known: {', '.join(STRATEGIES)}")
+    if isinstance(options, StrategyOptions):
+        chosen = make_options(name, {**options.model_dump(), **overrides} if overrides else options)
+    elif options is None or isinstance(options, Mapping):
+        chosen = make_options(name, {**dict(options or {}), **overrides})
+    else:
+        raise TypeError(f"options must be StrategyOptions or a mapping, not {type(options).__name__} (tokenizer=?)")
     module_name, class_name = STRATEGIES[name].split(":")
     try:
         module = importlib.import_module(module_name)
@@ -50,15 +70,26 @@ def get_chunker(name: str, tokenizer: Tokenizer | None = None, **options: Any) -
             raise UnknownStrategy(f"strategy {name!r} is not built yet") from exc
         raise
     cls: type[Chunker] = getattr(module, class_name)
-    return cls(tokenizer or get_tokenizer(), **options)
+    kwargs = chosen.model_dump()
+    if name in EMBEDDING_STRATEGIES:
+        if embedder is None:
+            raise OptionsError(f"{name} embeds sentences: pass embedder= (streams.embedstore.get_embedder())")
+        kwargs["embedder"] = embedder
+    chunker = cls(tokenizer or get_tokenizer(), **kwargs)
+    chunker.options = chosen
+    chunker.lineage = chosen.lineage_tag()
+    chunker.version = f"{cls.version}+{chunker.lineage}" if chunker.lineage else cls.version
+    return chunker
 
 
 __all__ = [
     "EMBEDDING_STRATEGIES",
+    "OPTIONS",
     "STRATEGIES",
     "ChunkDraft",
     "Chunker",
     "ChunkingError",
+    "OptionsError",
     "UnknownStrategy",
     "get_chunker",
 ]

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from streams.core.events import AssembledDocument
+from streams.core.options import FRAGMENT_TOKENS
 from streams.core.tokenizers import Tokenizer
 
-# Seed-wide: a chunk under this many tokens is a fragment unless the whole document is that short.
-FRAGMENT_TOKENS = 30
+__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError"]
 
 
 class ChunkingError(ValueError):
@@ -45,11 +45,18 @@ class ChunkDraft:
 
 
 class Chunker(ABC):
-    """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata."""
+    """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata.
+
+    `lineage` is '' for the seed's default options and a fingerprint of the changed ones otherwise
+    (`get_chunker` sets it, and appends it to `version`): it is part of every chunk id, so output made
+    with other options is another lineage, never mistaken for this one.
+    """
 
     name: ClassVar[str]
-    version: ClassVar[str]
+    version: str
     metadata_record: ClassVar[str]
+    lineage: str = ""
+    options: Any = None  # the StrategyOptions it was built with (get_chunker)
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer

@@ -17,8 +17,9 @@ from typing import ClassVar
 import numpy as np
 
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
-from streams.core.embedding import Embedder, EmbeddingUnavailable, get_embedder
+from streams.core.embedding import Embedder, EmbeddingUnavailable
 from streams.core.events import AssembledDocument
+from streams.core.options import BREAKPOINT_DEFAULTS
 from streams.core.text import (
     WORD,
     Span,
@@ -30,13 +31,6 @@ from streams.core.text import (
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
-BREAKPOINT_DEFAULTS: dict[str, float] = {
-    # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
-    "percentile": 75.0,  # break above the 75th percentile of distance = below the 25th of similarity
-    "standard_deviation": 3.0,  # mean + 3 std
-    "interquartile": 1.5,  # mean + 1.5 IQR
-    "gradient": 95.0,  # 95th percentile of the distance gradient
-}
 
 
 @dataclass
@@ -79,8 +73,10 @@ class _SentenceEmbeddingChunker(Chunker):
 
     @property
     def embedder(self) -> Embedder:
+        """Injected by the caller (the core loads no model of its own choosing); with only a model path,
+        an embedder of this chunker's own."""
         if self._embedder is None:
-            self._embedder = get_embedder(self._model_path)
+            self._embedder = Embedder(self._model_path)
         return self._embedder
 
     def warm_up(self) -> None:

@@ -26,7 +26,7 @@ TOK = get_tokenizer()
 
 @pytest.fixture(scope="module")
 def chunker() -> LetterChunker:
-    c = get_chunker("letter", TOK)
+    c = get_chunker("letter", tokenizer=TOK)
     assert isinstance(c, LetterChunker)
     return c
 

@@ -25,11 +25,13 @@ from streams.core.chunkers.semantic import (
     _RangeCounter,
 )
 from streams.core.document import assemble
-from streams.core.embedding import Embedder, get_embedder
+from streams.core.embedding import Embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
 from streams.core.records import build_records
 from streams.core.text import block_sentence_spans, split_span_by_tokens
 from streams.core.tokenizers import get_tokenizer
+from streams.embedstore import get_embedder
+from streams.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "semantic"
 CORPUS = Path(__file__).resolve().parents[3] / ".." / "shared" / "corpora" / "chunking_eval"
@@ -250,10 +252,15 @@ def test_semantic_and_cluster_embed_each_sentence_once(embedder: Embedder, topic
     assert embedder.stats.hits == sentences
 
 
-def test_registry_builds_both_strategies_with_the_shared_embedder() -> None:
-    semantic, cluster = get_chunker("semantic"), get_chunker("cluster")
+def test_registry_builds_both_strategies_with_the_injected_embedder() -> None:
+    from streams.core.options import OptionsError
+
+    shared = get_embedder()
+    semantic, cluster = get_chunker("semantic", embedder=shared), get_chunker("cluster", embedder=shared)
     assert isinstance(semantic, SemanticChunker) and isinstance(cluster, ClusterChunker)
-    assert semantic.embedder is cluster.embedder is get_embedder()
+    assert semantic.embedder is cluster.embedder is shared
+    with pytest.raises(OptionsError, match="semantic embeds sentences: pass embedder="):
+        get_chunker("semantic")  # the core never picks a model on its own
 
 
 # --- contract -----------------------------------------------------------------------------------
@@ -293,15 +300,19 @@ def test_odd_input_never_raises_anything_but_chunking_error(embedder: Embedder, 
 
 
 def test_embed_threads_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    from streams.core.embedding import EmbeddingUnavailable, embed_threads
+    """Threads travel as a setting into the embedder, not through the environment inside the core."""
+    from pydantic import ValidationError
+
+    from streams.embedstore import get_embedder
 
     monkeypatch.delenv("STREAMS_EMBED_THREADS", raising=False)
-    assert embed_threads() == 0, "unset keeps torch's default"
-    monkeypatch.setenv("STREAMS_EMBED_THREADS", " 2 ")
-    assert embed_threads() == 2
+    assert Settings().embed_threads is None, "unset: 1 in a worker, the runtime's default elsewhere"
+    monkeypatch.setenv("STREAMS_EMBED_THREADS", "2")
+    assert Settings().embed_threads == 2
     monkeypatch.setenv("STREAMS_EMBED_THREADS", "two")
-    with pytest.raises(EmbeddingUnavailable, match="whole number"):
-        embed_threads()
+    with pytest.raises(ValidationError):
+        Settings()
+    assert Embedder(get_embedder().model_path, threads=2).threads == 2
 
 
 def test_missing_model_is_a_chunking_error(topics_doc: AssembledDocument) -> None:
@@ -331,7 +342,7 @@ def test_corpus_chunks_slice_the_stream_within_bounds(embedder: Embedder, name: 
 
 
 def test_warm_up_loads_the_model_before_the_first_document() -> None:
-    from streams.core.embedding import get_embedder
+    from streams.embedstore import get_embedder
 
     fresh = Embedder(get_embedder().model_path)  # not the shared one: its model may be loaded already
     chunker = SemanticChunker(get_tokenizer(), embedder=fresh)

@@ -23,10 +23,7 @@ from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.tokenizers import Tokenizer, span_counter
 
-T1_MIN, T1_MAX, T1_TARGET, T2_MIN = 250, 800, 500, 150
 _SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
-# Unit costs add up to within a token or two of the emitted text's count (BPE merges at the seams).
-T1_LIMIT = T1_MAX - 4
 PLACEHOLDER = "[TABLE — see child chunk {}]"
 MONTHS = [
     "January",
@@ -119,24 +116,50 @@ class LetterChunker(Chunker):
     version: ClassVar[str] = "1.1.0"
     metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        section_min_tokens: int = 250,
+        section_target_tokens: int = 500,
+        section_max_tokens: int = 800,
+        min_tokens: int = 150,
+    ) -> None:
         super().__init__(tokenizer)
+        if not 0 < min_tokens <= section_min_tokens < section_target_tokens < section_max_tokens:
+            raise ValueError("need 0 < min_tokens <= section_min_tokens < section_target_tokens < section_max_tokens")
+        self.tiers = _Tiers(section_min_tokens, section_max_tokens, section_target_tokens, min_tokens)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         if not doc.text.strip():
             return []
         try:
-            return _Run(self.tokenizer, doc).drafts()
+            return _Run(self.tokenizer, doc, self.tiers).drafts()
         except ChunkingError:
             raise
         except Exception as exc:  # any other failure is a bug, but the agent must still dead-letter it
             raise ChunkingError(f"letter chunker failed: {type(exc).__name__}: {exc}", "letter_internal") from exc
 
 
+@dataclass(frozen=True)
+class _Tiers:
+    """Seed 000's sizes: tier-1 sections of t1_min-t1_max tokens cut near t1_target; nothing below t2_min."""
+
+    t1_min: int
+    t1_max: int
+    t1_target: int
+    t2_min: int
+
+    @property
+    def t1_limit(self) -> int:
+        """Unit costs add up to within a token or two of the emitted text's count (BPE merges at the seams)."""
+        return self.t1_max - 4
+
+
 class _Run:
     """State of one chunk() call; nothing survives it."""
 
-    def __init__(self, tokenizer: Tokenizer, doc: AssembledDocument) -> None:
+    def __init__(self, tokenizer: Tokenizer, doc: AssembledDocument, tiers: _Tiers) -> None:
+        self.tiers = tiers
         self.tok = tokenizer
         self.doc = doc
         self.text = doc.text
@@ -201,9 +224,10 @@ class _Run:
                 "letter_no_prose",
             )
         prose = sum(self.block_tokens(b) for b in paras)
-        if prose < T2_MIN:
+        if prose < self.tiers.t2_min:
             raise ChunkingError(
-                f"not a letter: {prose} tokens of prose, fewer than the {T2_MIN} of seed 000's smallest chunk",
+                f"not a letter: {prose} tokens of prose, fewer than the {self.tiers.t2_min} "
+                "of seed 000's smallest chunk",
                 "letter_too_short",
             )
 
@@ -332,13 +356,13 @@ class _Run:
 
     def _sentence_parts(self, b: Block) -> list[Block]:
         """A paragraph above the T1 maximum splits at the sentence boundary nearest the target."""
-        if self.block_tokens(b) <= T1_MAX:
+        if self.block_tokens(b) <= self.tiers.t1_max:
             return [b]
         body = self.text[b.start : b.end]
         cuts = [m.end() for m in _SENTENCE_CUT.finditer(body)]
         best, best_gap = None, None
         for c in cuts:
-            gap = abs(self.count(b.start, b.start + c) - T1_TARGET)
+            gap = abs(self.count(b.start, b.start + c) - self.tiers.t1_target)
             if best_gap is None or gap < best_gap:
                 best, best_gap = c, gap
         if best is None:
@@ -355,16 +379,18 @@ class _Run:
         while units:
             tokens = self.unit_costs(units)
             cut = len(units)
-            if sum(tokens) > T1_LIMIT:
-                found = self._nearest_cut(units, tokens, T1_TARGET, left_high=T1_LIMIT)
+            if sum(tokens) > self.tiers.t1_limit:
+                found = self._nearest_cut(units, tokens, self.tiers.t1_target, left_high=self.tiers.t1_limit)
                 if found is None:  # no clean paragraph cut keeps the piece within 800: try sentence ends
                     finer = [f for u in units for f in self._finer(u)]
                     fine = self.unit_costs(finer)
-                    found = self._nearest_cut(finer, fine, T1_TARGET, T2_MIN, left_high=T1_LIMIT)
+                    found = self._nearest_cut(
+                        finer, fine, self.tiers.t1_target, self.tiers.t2_min, left_high=self.tiers.t1_limit
+                    )
                     if found is not None:
                         units, tokens = finer, fine
                 if found is None:
-                    found = self._nearest_cut(units, tokens, T1_TARGET)
+                    found = self._nearest_cut(units, tokens, self.tiers.t1_target)
                 cut = found or len(units)
             chunk_units, units = units[:cut], units[cut:]
             label = f"S{section.major:02d}.{len(pieces) + 1}"
@@ -405,7 +431,7 @@ class _Run:
         guard = 0
         while guard < 10 * (len(pieces) + 1):
             guard += 1
-            idx = next((i for i, p in enumerate(pieces) if p.tokens < T1_MIN and not self._exempt(p)), None)
+            idx = next((i for i, p in enumerate(pieces) if p.tokens < self.tiers.t1_min and not self._exempt(p)), None)
             if idx is None or len(pieces) == 1:
                 break
             direction, why = self._direction(pieces, idx)
@@ -417,7 +443,8 @@ class _Run:
             merged = self._join(
                 pieces[a],
                 pieces[b],
-                f"merged {direction}: {pieces[idx].label} had {pieces[idx].tokens} tokens (<{T1_MIN}); {why}",
+                f"merged {direction}: {pieces[idx].label} had {pieces[idx].tokens} tokens "
+                f"(<{self.tiers.t1_min}); {why}",
             )
             pieces[a : b + 1] = self._rebalance(merged)
         return pieces
@@ -449,19 +476,20 @@ class _Run:
             boundary_note=notes,
         )
 
-    def _rebalance(self, p: Piece, low: int = T1_MIN) -> list[Piece]:
+    def _rebalance(self, p: Piece, low: int | None = None) -> list[Piece]:
         """A join above 800 tokens re-splits at the allowed cut nearest its middle that leaves both halves
         within `low`-800 tokens; when no paragraph boundary does, at a sentence end inside a paragraph.
         The merge tree keeps `low` at 250, or it would undo its own merge."""
-        if p.tokens <= T1_LIMIT:
+        low = self.tiers.t1_min if low is None else low
+        if p.tokens <= self.tiers.t1_limit:
             return [p]
         units, how = p.units, ""
         tokens = self.unit_costs(units)
-        cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, T1_LIMIT)
+        cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, self.tiers.t1_limit)
         if cut is None:
             units, how = [f for u in p.units for f in self._finer(u)], " at a sentence end inside a paragraph"
             tokens = self.unit_costs(units)
-            cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, T1_LIMIT)
+            cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, self.tiers.t1_limit)
         if cut is None:
             return [p]
         p = Piece(p.major, p.title, p.hierarchy, units, p.tokens, p.label, p.section_final, p.merged_from,
@@ -541,7 +569,7 @@ class _Run:
                 continue
             joined = self._join(a, b, f"joined {b.label} to {a.label}: the cut between them {why}")
             joined.exception = None
-            parts = self._rebalance(joined, T2_MIN)
+            parts = self._rebalance(joined, self.tiers.t2_min)
             pieces[i : i + 2] = parts
             i += len(parts) - 1
         return pieces
@@ -553,7 +581,7 @@ class _Run:
         body = self.text[p.blocks[0].start : p.blocks[-1].end]
         ctype = enrich.content_type(body, False)
         if ctype in {"mistake_confession", "principle_statement"} and enrich.complete_thought(body):
-            p.exception = f"{ctype} with a complete thought below {T1_MIN} tokens"
+            p.exception = f"{ctype} with a complete thought below {self.tiers.t1_min} tokens"
             return True
         return False
 
@@ -628,11 +656,11 @@ class _Run:
                 context = ["nearby paragraph"]
         absorbed = 0
         grows = {"para", "table", "header"}
-        while self.count(self.blocks[lo].start, self.blocks[hi].end) < T2_MIN:
+        while self.count(self.blocks[lo].start, self.blocks[hi].end) < self.tiers.t2_min:
             grew = False
             if lo > 0 and self.blocks[lo - 1].kind in grows:
                 lo, grew = lo - 1, True
-            if self.count(self.blocks[lo].start, self.blocks[hi].end) >= T2_MIN:
+            if self.count(self.blocks[lo].start, self.blocks[hi].end) >= self.tiers.t2_min:
                 absorbed += grew
                 break
             if hi + 1 < len(self.blocks) and self.blocks[hi + 1].kind in grows:
@@ -651,7 +679,7 @@ class _Run:
         meta["parent_chunk_id"] = parent
         note = f"narrative context: {' + '.join(context)}" if context else "no narrative context"
         meta["boundary_note"] = note + (
-            f"; absorbed {absorbed} neighbouring blocks to reach {T2_MIN} tokens" if absorbed else ""
+            f"; absorbed {absorbed} neighbouring blocks to reach {self.tiers.t2_min} tokens" if absorbed else ""
         )
         draft = ChunkDraft(text, start, end, p.hierarchy, "financial_table", meta, (t2_id,), tokens=meta["token_count"])
         return meta, draft
@@ -745,7 +773,7 @@ class _Run:
             except AssertionError as exc:
                 problems.append(f"{s['chunk_id']}: validate: {exc}")
             problems.extend(f"{s['chunk_id']}: {p}" for p in gate.invariants(s))
-        problems.extend(gate.coherence(seeds, [sig for _, _, sig in objects]))
+        problems.extend(gate.coherence(seeds, [sig for _, _, sig in objects], self.tiers.t2_min))
         if problems:
             shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
             raise ChunkingError(f"letter validation failed: {shown}", "letter_validation")

@@ -110,8 +110,11 @@ def bad_cut(content: str, next_content: str, is_signature_end: bool) -> str | No
     return None
 
 
-def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) -> list[str]:
-    """§5.2 over one letter; returns readable problems (empty when coherent)."""
+def coherence(
+    chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool], min_tokens: int = MIN_TOKENS
+) -> list[str]:
+    """§5.2 over one letter; returns readable problems (empty when coherent). `min_tokens` is the
+    smallest chunk the chunker was configured with (the seed's 150 by default)."""
     problems: list[str] = []
     ids = {c["chunk_id"] for c in chunks}
     summaries: dict[str, str] = {}
@@ -119,8 +122,8 @@ def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) 
     for idx, (c, sig) in enumerate(t1):
         m = c["metadata"]
         cid = c["chunk_id"]
-        if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
-            problems.append(f"{cid}: {m['token_count']} tokens < {MIN_TOKENS} without standalone_exception")
+        if m["token_count"] < min_tokens and not m["standalone_exception"]:
+            problems.append(f"{cid}: {m['token_count']} tokens < {min_tokens} without standalone_exception")
         if idx + 1 < len(t1):
             why = bad_cut(c["content"], t1[idx + 1][0]["content"], sig)
             if why:
@@ -141,6 +144,6 @@ def coherence(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool]) 
             problems.append(f"{c['chunk_id']}: orphan tier-2 chunk")
         if not m["boundary_note"] or "context" not in m["boundary_note"]:
             problems.append(f"{c['chunk_id']}: tier-2 chunk without narrative context")
-        if m["token_count"] < MIN_TOKENS and not m["standalone_exception"]:
-            problems.append(f"{c['chunk_id']}: {m['token_count']} tokens < {MIN_TOKENS}")
+        if m["token_count"] < min_tokens and not m["standalone_exception"]:
+            problems.append(f"{c['chunk_id']}: {m['token_count']} tokens < {min_tokens}")
     return problems
