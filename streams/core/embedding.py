@@ -16,7 +16,7 @@ The key is the chunk record's `content_hash`: NFC and collapsed whitespace do no
 (uncased, whitespace-splitting) word-piece tokenizer sees, so equal keys mean equal model input.
 
 A batch holds texts of one token length only, so nothing is padded and a text's vector does not
-depend on its batch-mates (padding moves it by up to 1e-7, enough to move a breakpoint that sits on
+depend on its batch-mates (padding moves it in the last float bits, enough to move a breakpoint that sits on
 a threshold). Cached or not, embedded here or by another process, the vectors and so the chunks are
 the same.
 """
@@ -93,7 +93,7 @@ class CacheStats:
 class Backend:
     """How the forward pass runs: torch (sentence-transformers) or ONNX Runtime, exported on first use.
 
-    `export_dir` holds the exported graphs (a few seconds and about 90 MB, once per model and machine).
+    `export_dir` holds the exported graphs (exported once per model and machine; docs/benchmarks.md, Session 11).
     """
 
     name: str = "torch"
@@ -255,13 +255,7 @@ class Embedder:
             long = [k for k, n in lengths.items() if n > self.max_pieces]
             self.stats.long += len(long)
             if self.long_texts == "mean" and long:
-                fresh = {k: self._window_mean(missing.pop(k)) for k in long}
-                self.stats.misses += len(fresh)
-                for key, vector in fresh.items():
-                    found[key] = vector
-                    self._remember(key, vector)
-                if self.store is not None:
-                    self.store.save(self.model_key, fresh)
+                self._keep({k: self._window_mean(missing.pop(k)) for k in long}, found)
             batches = self._batches(missing, lengths)
             since_check = 0
             while batches:
@@ -269,12 +263,8 @@ class Embedder:
                 if not batch:
                     continue
                 fresh = dict(zip(batch, self.forward([missing.pop(k) for k in batch]), strict=True))
-                self.stats.misses += len(fresh)
-                for key, vector in fresh.items():
-                    found[key] = vector
-                    self._remember(key, vector)
+                self._keep(fresh, found)
                 if self.store is not None:
-                    self.store.save(self.model_key, fresh)
                     since_check += len(fresh)
                     if missing and since_check >= self.batch_size:  # another process may have embedded some
                         self._take_shared(missing, found)
@@ -282,6 +272,15 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack([found[k] for k in keys])
+
+    def _keep(self, fresh: dict[str, np.ndarray], found: dict[str, np.ndarray]) -> None:
+        """Vectors embedded here: counted, answered, remembered, and shared through the store."""
+        self.stats.misses += len(fresh)
+        for key, vector in fresh.items():
+            found[key] = vector
+            self._remember(key, vector)
+        if self.store is not None:
+            self.store.save(self.model_key, fresh)
 
     def _window_mean(self, text: str) -> np.ndarray:
         """A long text as the mean of its windows' vectors, weighted by their length, normalised again.
