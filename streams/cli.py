@@ -212,7 +212,9 @@ def worker(
 @app.command()
 def sink(
     kind: Annotated[str, typer.Argument(help="mongo or vectors")],
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1)] = 256,
+    batch_size: Annotated[
+        int | None, typer.Option("--batch-size", min=1, help="Records per batch (default STREAMS_SINK_BATCH_SIZE).")
+    ] = None,
 ) -> None:
     """Run a sink (its own consumer group) on the chunk and status topics until stopped."""
     import signal
@@ -227,7 +229,7 @@ def sink(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size)
+    runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size or settings.sink_batch_size)
     if settings.metrics_port:
         from streams.runtime.lag import group_lag, known_groups
         from streams.runtime.metrics import serve

@@ -165,6 +165,8 @@ class Settings(BaseSettings):
     delete_superseded_vectors: bool = False
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
+    #: Records a sink takes per poll and writes per batch (`streams sink --batch-size` overrides it).
+    sink_batch_size: int = Field(default=256, ge=1, le=100_000)
     changelog_cleanup: str = Field(default="compact", pattern="^(compact|delete)$")
 
     # Strategy options (`STREAMS_SECTION__MAX_TOKENS=512`, a `[section]` table in the --config file, or

@@ -52,6 +52,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "STREAMS_PINECONE_NAMESPACE": settings.pinecone_namespace,
         "STREAMS_DELETE_SUPERSEDED_VECTORS": str(settings.delete_superseded_vectors).lower(),
         "STREAMS_SINK_ASSIGNMENT": settings.sink_assignment,
+        "STREAMS_SINK_BATCH_SIZE": str(settings.sink_batch_size),
         "STREAMS_EMBED_BACKEND": settings.embed_backend,
         "STREAMS_EMBED_EXPORT_DIR": str(settings.onnx_dir),
         "STREAMS_EMBED_CACHE": settings.embed_cache,

@@ -4,7 +4,8 @@ exactly the chunks of a clean run (same ids and checksums, nothing missing; Mong
 Guarantees: the workers run at-least-once here, so a kill can re-publish a document's chunks under the
 same ids (counted below); the sinks are idempotent, so stores never duplicate. faust's exactly-once mode
 works on the embedded broker in a clean run, but after a SIGKILL mid-transaction the broker does not
-abort the dangling transaction, and read-committed consumers stall: see the note on the issue.
+abort the dangling transaction (it ignores transaction.timeout.ms), and read-committed consumers stall until
+a producer re-initialises the same transactional.id: tests/ops/test_broker_transactions.py.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ pytestmark = pytest.mark.integration
 WORDS = ["tide", "harbour", "ledger", "sensor", "bridge", "clause", "invoice", "granite", "orchard", "lantern"]
 
 
-def documents(count: int) -> list:
+def documents(count: int, page_range: tuple[int, int] = (1, 3)) -> list:
     docs = []
     for n in range(count):
         rng = random.Random(n)
         pages = [
-            " ".join(rng.choice(WORDS) for _ in range(rng.randint(80, 400))) + "." for _ in range(rng.randint(1, 3))
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(80, 400))) + "."
+            for _ in range(rng.randint(*page_range))
         ]
         docs.append(make_pages(f"fault-{n:03d}", pages))
     return docs
