@@ -246,8 +246,10 @@ def split_span_by_tokens(
     encode: Callable[[str], list[int]],
     decode_with_offsets: Callable[[list[int]], tuple[str, list[int]]],
 ) -> list[Span]:
-    """Hard-split an over-long span into pieces of at most max_tokens, cutting before whitespace when
-    one lies in the second half of the window (tiktoken's `decode_with_offsets` gives exact offsets)."""
+    """Hard-split an over-long span into pieces of at most max_tokens (tiktoken's `decode_with_offsets`
+    gives exact offsets). The cut goes at the last token boundary in the second half of the window that
+    touches whitespace (a token may start with a space, or end with a newline: `)\n` is one token), else
+    at one that is not inside a word, and only when there is neither, anywhere."""
     start, end = span
     ids = encode(text[start:end])
     if len(ids) <= max_tokens:
@@ -258,14 +260,25 @@ def split_span_by_tokens(
     while index < len(ids):
         stop = min(index + max_tokens, len(ids))
         if stop < len(ids):
-            for back in range(stop, index + max(1, max_tokens // 2), -1):
-                if text[start + offsets[back]].isspace():
-                    stop = back
-                    break
+            stop = _best_cut(text, start, offsets, index, stop, max_tokens) or stop
         piece_end = start + offsets[stop] if stop < len(ids) else end
         _add_trimmed(pieces, text, start + offsets[index], piece_end)
         index = stop
     return pieces
+
+
+def _best_cut(text: str, start: int, offsets: Sequence[int], index: int, stop: int, max_tokens: int) -> int | None:
+    """The token boundary to cut at in (index + max_tokens / 2, stop]: by whitespace, else between words."""
+    window = range(stop, index + max(1, max_tokens // 2), -1)
+    for back in window:
+        at = start + offsets[back]
+        if text[at].isspace() or text[at - 1].isspace():
+            return back
+    for back in window:
+        at = start + offsets[back]
+        if not (text[at - 1].isalnum() and text[at].isalnum()):
+            return back
+    return None
 
 
 def pack_units_exact(

@@ -256,7 +256,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.2.0"
+    version = "1.2.1"
     strategy_label = "semantic_percentile"
 
     def __init__(
@@ -320,7 +320,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.2.0"
+    version = "1.2.1"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True

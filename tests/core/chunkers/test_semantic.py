@@ -377,3 +377,24 @@ def test_a_run_on_sentence_is_cut_into_even_pieces_that_fit_on_their_own_text() 
     sizes = [tokenizer.count(run_on[s:e]) for s, e in units]
     assert len(units) >= 2 and max(sizes) <= 200
     assert min(sizes) >= 0.8 * max(sizes), sizes  # no short tail to become a fragment
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["VARCHAR2(9)", "VARCHAR2(2)", "CHAR(9)"],  # `)\n` is one token: no token starts with whitespace
+        ["NOT NULL VARCHAR2(9)", "VARCHAR2(8)", "CHAR(9)", "## NUMBER"],
+        ["0x1F2E3D4C5B6A", "0x7788AABBCCDD"],
+    ],
+)
+def test_hard_split_never_cuts_a_word_when_a_line_break_is_near(lines: list[str]) -> None:
+    """A run of short code-like lines with no sentence end (a column-type listing in a solicitation):
+    the even cut goes at a line break, not inside `VARCHAR2(9)`."""
+    tokenizer = get_tokenizer()
+    text = "\n".join(lines * 60)
+    pieces = split_span_by_tokens(
+        text, (0, len(text)), 50, tokenizer.encoding.encode_ordinary, tokenizer.encoding.decode_with_offsets
+    )
+    assert len(pieces) > 3 and max(tokenizer.count(text[s:e]) for s, e in pieces) <= 50
+    cut = [(s, e) for s, e in pieces if e < len(text) and text[e - 1].isalnum() and text[e].isalnum()]
+    assert not cut, [text[e - 6 : e + 6] for _, e in cut]
