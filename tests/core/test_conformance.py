@@ -160,16 +160,21 @@ def test_embedding_strategies_keep_hard_limits_and_minimums_on_arbitrary_text(pa
     """Small limits make run-on sentences (hard-split by tokens) and short groups common."""
     from streams.core.chunkers.semantic import ClusterChunker, SemanticChunker
     from streams.core.conformance import Limits
+    from streams.embedstore import get_embedder
+    from streams.strategies import SENTENCE_UNITS
 
     doc = _doc(" ".join(parts))
     tokenizer = get_chunker("window").tokenizer
+    embedder = get_embedder(long_texts=SENTENCE_UNITS)  # one model for every example
     for chunker in (
-        ClusterChunker(tokenizer, min_tokens=8, max_tokens=24),
-        SemanticChunker(tokenizer, min_tokens=8, max_tokens=24),
+        ClusterChunker(tokenizer, min_tokens=8, max_tokens=24, embedder=embedder),
+        SemanticChunker(tokenizer, min_tokens=8, max_tokens=24, embedder=embedder),
     ):
         drafts = chunker.chunk(doc)
         records = build_records(doc, chunker, drafts)
         found = check(doc, drafts, records, tokenizer, Limits(max_tokens=24, min_tokens=8))
-        # Not asserted here: a fragment beside a sentence that fills a chunk on its own (it joins only
-        # if a sentence is cut); issue 25 keeps that open.
+        # Not asserted here, by design: a short group whose neighbours are single sentences that fill
+        # max_tokens on their own stays short, because joining it would cut a sentence. That needs a
+        # maximum within a sentence of the minimum (24 vs 8 here); at the defaults (400/100, 200/50) the
+        # corpora and the samples have no fragment (docs/benchmarks.md, session 9 and 12).
         assert [v for v in found if v.rule != "fragment"] == []
