@@ -73,7 +73,7 @@ def _check(condition: bool, message: str) -> None:
 
 class WindowOptions(StrategyOptions):
     strategy: ClassVar[str] = "window"
-    seed: ClassVar[str] = "003 (legacy window)"
+    seed: ClassVar[str] = "003"
     summary: ClassVar[str] = "fixed word windows with overlap"
 
     chunk_size_words: int = Field(250, ge=1, le=100_000, description="words per chunk")
@@ -91,7 +91,7 @@ class WindowOptions(StrategyOptions):
 
 class LetterOptions(StrategyOptions):
     strategy: ClassVar[str] = "letter"
-    seed: ClassVar[str] = "000 (shareholder letters)"
+    seed: ClassVar[str] = "000"
     summary: ClassVar[str] = "tier-1 sections and tier-2 tables of shareholder letters"
 
     section_min_tokens: int = Field(250, ge=1, le=100_000, description="tier-1 section chunks merge below this")
@@ -111,7 +111,7 @@ class LetterOptions(StrategyOptions):
 
 class FinanceOptions(StrategyOptions):
     strategy: ClassVar[str] = "finance"
-    seed: ClassVar[str] = "001 (transcripts, releases, slides)"
+    seed: ClassVar[str] = "001"
     summary: ClassVar[str] = "speaker turns, Q&A pairs, statements and their tables"
 
     min_tokens: int = Field(500, ge=1, le=100_000, description="transcript and deck chunks merge below this")
@@ -129,7 +129,7 @@ class FinanceOptions(StrategyOptions):
 
 class SectionOptions(StrategyOptions):
     strategy: ClassVar[str] = "section"
-    seed: ClassVar[str] = "002 (solicitations)"
+    seed: ClassVar[str] = "002"
     summary: ClassVar[str] = "document sections of RFPs, with requirement and table flags"
 
     min_tokens: int = Field(400, ge=1, le=100_000, description="sections merge below this")
@@ -147,7 +147,7 @@ class SectionOptions(StrategyOptions):
 
 class HybridOptions(StrategyOptions):
     strategy: ClassVar[str] = "hybrid"
-    seed: ClassVar[str] = "003 (smart chunking contract)"
+    seed: ClassVar[str] = "003"
     summary: ClassVar[str] = "Docling's HybridChunker over document structure"
 
     max_tokens: int = Field(512, ge=16, le=100_000, description="the most tokens a chunk may hold")
@@ -168,7 +168,7 @@ class HybridOptions(StrategyOptions):
 
 class SemanticOptions(StrategyOptions):
     strategy: ClassVar[str] = "semantic"
-    seed: ClassVar[str] = "004 (semantic, percentile breakpoints)"
+    seed: ClassVar[str] = "004"
     summary: ClassVar[str] = "breaks where neighbouring sentences' embeddings drift apart"
 
     breakpoint_type: Literal["percentile", "standard_deviation", "interquartile", "gradient"] = Field(
@@ -194,7 +194,7 @@ class SemanticOptions(StrategyOptions):
 
 class ClusterOptions(StrategyOptions):
     strategy: ClassVar[str] = "cluster"
-    seed: ClassVar[str] = "004 (semantic, similarity clusters)"
+    seed: ClassVar[str] = "004"
     summary: ClassVar[str] = "adjacent sentences cluster while their mean similarity holds"
 
     threshold: float = Field(0.75, ge=-1.0, le=1.0, description="cosine similarity a sentence needs to join")
