@@ -31,6 +31,19 @@ def shared_corpora() -> Path:
     return path
 
 
+def strategy_chunker(strategy: str, **options: object):
+    """A strategy as the workers build it: semantic and cluster get this process's sentence embedder."""
+    from streams.core.chunkers import EMBEDDING_STRATEGIES, get_chunker
+
+    embedder = None
+    if strategy in EMBEDDING_STRATEGIES:
+        from streams.embedstore import get_embedder
+        from streams.strategies import SENTENCE_UNITS
+
+        embedder = get_embedder(long_texts=SENTENCE_UNITS)
+    return get_chunker(strategy, options, embedder=embedder)
+
+
 def make_pages(doc_id: str, texts: list[str], **fields: object) -> list[PageEvent]:
     return [
         PageEvent(

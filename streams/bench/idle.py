@@ -16,30 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from streams.ops.groups import proc_stat
+from streams.runtime.procs import group_cpu_s, process_cpu_s
 from streams.settings import UP_FILE
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def group_cpu_s(pgid: int) -> float:
-    """CPU seconds (user + system) of the live processes of one process group."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = proc_stat(entry)
-        except OSError:
-            continue
-        if fields is not None and int(fields[2]) == pgid:
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / TICKS
-
-
-def process_cpu_s(pid: int) -> float:
-    fields = proc_stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICKS if fields else 0.0
 
 
 def sample(processes: dict[str, int], window: float, own: dict[str, int] | None = None) -> dict[str, float]:

@@ -176,25 +176,10 @@ def _wait_for_chunks(
 
 
 def group_cpu_seconds(groups: dict[str, int]) -> dict[str, float] | None:
-    """User plus system CPU seconds of each process group, from /proc (None where there is none): of
-    every live process in it and of the children those have reaped (the launchers of the embedded
-    servers run the server as a child)."""
-    from streams.ops.groups import proc_stat
+    """CPU seconds of each process group, reaped children included; None without /proc."""
+    from streams.runtime.procs import groups_cpu_s
 
-    if not os.path.isdir("/proc"):
-        return None
-    by_group = {pgid: 0 for pgid in groups.values()}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = proc_stat(entry)
-        except OSError:  # gone meanwhile
-            continue
-        if fields is not None and int(fields[2]) in by_group:
-            by_group[int(fields[2])] += sum(map(int, fields[11:15]))  # utime, stime, cutime, cstime
-    ticks = os.sysconf("SC_CLK_TCK")
-    return {name: by_group[pgid] / ticks for name, pgid in groups.items()}
+    return groups_cpu_s(groups, reaped=True) if os.path.isdir("/proc") else None
 
 
 def usable_cores() -> int:

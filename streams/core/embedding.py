@@ -24,8 +24,6 @@ the same.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -34,6 +32,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from streams.core.model_files import model_fingerprint, sentence_config
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -68,17 +68,6 @@ def embedding_key(text: str) -> str:
     from streams.core.records import content_hash
 
     return content_hash(text)
-
-
-def model_fingerprint(model_path: Path) -> str:
-    """Configuration, vocabulary and weight sizes: a different model never shares cached vectors."""
-    digest = hashlib.sha256()
-    for name in ("config.json", "tokenizer.json", "modules.json"):
-        if (model_path / name).is_file():
-            digest.update((model_path / name).read_bytes())
-    for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):
-        digest.update(f"{weights.name}:{weights.stat().st_size}".encode())
-    return digest.hexdigest()[:16]
 
 
 @dataclass
@@ -344,9 +333,3 @@ class Embedder:
         with self._lock:
             self._cache.clear()
             self.stats = CacheStats()
-
-
-def sentence_config(model_path: str) -> dict[str, Any]:
-    """sentence-transformers' own settings for the model (max_seq_length, lower-casing)."""
-    path = Path(model_path) / "sentence_bert_config.json"
-    return json.loads(path.read_text()) if path.is_file() else {}

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from streams.core.embedding import model_fingerprint, sentence_config
+from streams.core.model_files import model_fingerprint, sentence_config
 
 
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:

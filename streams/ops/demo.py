@@ -11,11 +11,11 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from streams.bench.idle import group_cpu_s
 from streams.core.chunkers import available_strategies
 from streams.ingest.files import page_events
 from streams.ops.embedded import ServiceError
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages, sample_paths
+from streams.runtime.procs import group_cpu_s
 from streams.settings import Settings
 
 #: Strategies the demo runs by default: all that are built and need no model download.

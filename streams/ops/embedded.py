@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.ops.groups import GroupJanitor, proc_stat
+from streams.ops.groups import GroupJanitor
+from streams.runtime.procs import group_alive
 
 
 class ServiceError(RuntimeError):
@@ -40,19 +41,6 @@ def wait_for_port(port: int, timeout: float, proc: subprocess.Popen | None = Non
                 return
         time.sleep(0.1)
     raise ServiceError(f"nothing listened on port {port} within {timeout:.0f}s")
-
-
-def _group_alive(pgid: int) -> bool:
-    """True while a process of the group runs (zombies, already dead but not yet reaped, do not count)."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = proc_stat(entry)
-            except OSError:  # gone meanwhile
-                continue
-            if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
-                return True
-    return False
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -109,17 +97,17 @@ class EmbeddedProcess:
         """
         if self.proc is None:
             return
-        if self.proc.poll() is None or _group_alive(self.proc.pid):
+        if self.proc.poll() is None or group_alive(self.proc.pid):
             _signal_group(self.proc.pid, signal.SIGTERM)
         if not self._wait_group(timeout):
             _signal_group(self.proc.pid, signal.SIGKILL)
             self._wait_group(timeout)
 
     def alive(self) -> bool:
-        return self.proc is not None and (self.proc.poll() is None or _group_alive(self.proc.pid))
+        return self.proc is not None and (self.proc.poll() is None or group_alive(self.proc.pid))
 
     def kill(self) -> None:
-        if self.proc is not None and (self.proc.poll() is None or _group_alive(self.proc.pid)):
+        if self.proc is not None and (self.proc.poll() is None or group_alive(self.proc.pid)):
             _signal_group(self.proc.pid, signal.SIGKILL)
             self._wait_group(10.0)
 
@@ -130,7 +118,7 @@ class EmbeddedProcess:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             return False
-        while _group_alive(self.proc.pid):
+        while group_alive(self.proc.pid):
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)

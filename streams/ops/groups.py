@@ -18,37 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from streams.runtime.clients import CLIENT_ID_PATTERN, KAFKA_LOG, host_name
+from streams.runtime.procs import process_alive
 
 log = logging.getLogger("streams.groups")
-
-
-def proc_stat(pid: int | str) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name (state first, then ppid, pgrp, ...);
-    None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return None
-
-
-def process_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie (a killed child nobody has reaped yet)."""
-    try:
-        fields = proc_stat(pid)
-    except OSError:  # pragma: no cover - no /proc (not Linux): fall back to signal 0
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return fields is not None and fields[0] != "Z"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from streams.core.document import assemble
 from streams.core.events import DocType, PageEvent
 from streams.core.records import build_records
 from streams.ingest.files import page_events
+from tests.conftest import strategy_chunker
 from tests.core import doc_variants as dv
 
 SAMPLES = Path(__file__).resolve().parents[2] / "streams" / "samples"
@@ -32,7 +33,7 @@ def _doc(text: str, name: str = "doc.md", doc_type: DocType = DocType.solicitati
 
 
 def _check(strategy: str, doc) -> dict[str, int]:
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
     drafts = chunker.chunk(doc)
     return summary(check(doc, drafts, build_records(doc, chunker, drafts), chunker.tokenizer))
 
@@ -119,7 +120,7 @@ def test_arbitrary_text_keeps_bounds_offsets_and_determinism(lines: list[str], s
     doc = _doc("\n".join(lines))
     if not doc.text.strip():
         return
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
     try:
         drafts = chunker.chunk(doc)
     except ChunkingError as exc:  # a refusal names its reason (the agent dead-letters it)

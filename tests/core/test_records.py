@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from streams.core.chunkers import ChunkingError, get_chunker
+from streams.core.chunkers import ChunkingError
 from streams.core.document import assemble
 from streams.core.records import build_records
 from streams.core.tokenizers import get_tokenizer
 from streams.ingest.files import page_events
 from streams.ops.pipeline import sample_paths
+from tests.conftest import strategy_chunker
 
 
 @pytest.mark.parametrize("strategy", ["section", "letter", "window", "finance"])
 def test_token_count_is_the_tokenizers_count_of_the_text(strategy: str) -> None:
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
     tokenizer = get_tokenizer()
     handed_over = 0
     for path in sample_paths():

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from streams.codec.avro import AvroCodec
-from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.events import DocumentIndexed
 from streams.core.records import build_records, is_table
@@ -27,7 +26,7 @@ from streams.ops.pipeline import LocalPipeline, publish_pages
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
-from tests.conftest import make_pages
+from tests.conftest import make_pages, strategy_chunker
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.test_faults import documents
 
@@ -45,7 +44,7 @@ def expected_records(docs: list, strategies: list[str]) -> dict[tuple[str, int, 
     for pages in docs:
         doc = assemble(pages)
         for strategy in strategies:
-            chunker = get_chunker(strategy)
+            chunker = strategy_chunker(strategy)
             out[(doc.doc_id, doc.amendment_number, strategy)] = build_records(doc, chunker, chunker.chunk(doc))
     return out
 

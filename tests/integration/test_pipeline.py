@@ -7,12 +7,11 @@ import random
 
 import pytest
 
-from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, PageEvent
 from streams.core.records import build_records
 from streams.ops.pipeline import Collected, Collector, publish_pages
-from tests.conftest import make_pages, raw_page
+from tests.conftest import make_pages, raw_page, strategy_chunker
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +31,7 @@ def good_documents() -> list[list[PageEvent]]:
 
 
 def expected_records(docs: list[list[PageEvent]], strategy: str) -> list[ChunkRecord]:
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
     out = []
     for pages in docs:
         doc = assemble(pages)

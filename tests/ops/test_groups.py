@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.ops.embedded import broker
-from streams.ops.groups import process_alive
 from streams.runtime.clients import CLIENT_ID_PATTERN, client_id
+from streams.runtime.procs import process_alive
 
 PROBE = """
 import sys

@@ -6,12 +6,11 @@ from __future__ import annotations
 import random
 import time
 
-from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
 from streams.sinks.mongo import MongoSink
-from tests.conftest import make_pages
+from tests.conftest import make_pages, strategy_chunker
 
 WORDS = ["tide", "harbour", "ledger", "sensor", "bridge", "clause", "invoice", "granite", "orchard", "lantern"]
 
@@ -34,7 +33,7 @@ def documents(
 
 def expected_chunks(docs: list[list[PageEvent]], strategy: str = "window") -> dict[str, str]:
     """chunk_id -> checksum of a clean run: assemble, chunk and build the records in this process."""
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
     expected: dict[str, str] = {}
     for pages in docs:
         doc = assemble(pages)

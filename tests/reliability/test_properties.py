@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams.core.assembly import Assembler, Completed, Dead, Limits
-from streams.core.chunkers import ChunkingError, available_strategies, get_chunker
+from streams.core.chunkers import ChunkingError, available_strategies
 from streams.core.document import assemble
 from streams.core.events import DocType, PageEvent
 from streams.core.records import build_records
+from tests.conftest import strategy_chunker
 
 PIECES = st.sampled_from(
     [
@@ -93,7 +94,7 @@ HEAVY = {"semantic": 12, "cluster": 12, "hybrid": 15}
 
 @pytest.mark.parametrize("strategy", available_strategies())
 def test_chunkers_keep_ranges_and_pages_on_arbitrary_documents(strategy: str) -> None:
-    chunker = get_chunker(strategy)
+    chunker = strategy_chunker(strategy)
 
     @settings(max_examples=HEAVY.get(strategy, 60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.lists(TEXT, min_size=1, max_size=3), st.sampled_from(list(DocType)))
