@@ -233,6 +233,15 @@ def test_cli_set_and_refusal(tmp_path: Path) -> None:
     ]
 
 
+def test_a_worker_for_an_unknown_strategy_is_a_bad_setting() -> None:
+    result = _cli("worker", "--role", "chunker:nope", env={"STREAMS_BROKER": "127.0.0.1:1"})
+    assert result.returncode == 78, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: bad setting: unknown strategy 'nope'; known: "
+        "window, letter, finance, section, hybrid, semantic, cluster"
+    ]
+
+
 def test_worker_with_a_bad_option_refuses_to_start() -> None:
     """Before joining any group: no broker is running here, and it still exits at once with one line."""
     result = _cli(
