@@ -160,9 +160,7 @@ class HybridOptions(StrategyOptions):
     def _ordered(self) -> HybridOptions:
         if self.min_tokens is None:  # resolved, so an explicit default is the default (same lineage)
             object.__setattr__(self, "min_tokens", min(64, self.max_tokens // 4))
-        _check(
-            self.min_tokens is not None and self.min_tokens <= self.max_tokens, "min_tokens must not exceed max_tokens"
-        )
+        self._not_above("min_tokens", "max_tokens")
         return self
 
 
