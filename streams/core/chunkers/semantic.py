@@ -117,8 +117,23 @@ class _SentenceEmbeddingChunker(Chunker):
             while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.max_tokens for a, b in pieces):
                 limit -= max(1, limit // 50)
                 pieces = _hard_split(self.tokenizer, text, span, limit)
-            units.extend(pieces)
+            units.extend(self._no_crumb_tail(text, pieces))
         return units
+
+    def _no_crumb_tail(self, text: str, pieces: list[Span]) -> list[Span]:
+        """Cuts moved back to whitespace can leave the last piece a crumb that fits beside neither full
+        neighbour: it joins the piece before it, or the two are cut again into even halves."""
+        count = self.tokenizer.count
+        if len(pieces) < 2 or count(text[pieces[-1][0] : pieces[-1][1]]) >= FRAGMENT_TOKENS:
+            return pieces
+        joined = (pieces[-2][0], pieces[-1][1])
+        tokens = count(text[joined[0] : joined[1]])
+        if tokens <= self.max_tokens:
+            return [*pieces[:-2], joined]
+        halves = _hard_split(self.tokenizer, text, joined, -(-tokens // 2) + 1)
+        if len(halves) == 2 and all(count(text[a:b]) <= self.max_tokens for a, b in halves):
+            return [*pieces[:-2], *halves]
+        return pieces
 
     def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
         """Strategy-specific grouping; returns the groups and the threshold actually applied."""
@@ -256,7 +271,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.2.1"
+    version = "1.2.2"
     strategy_label = "semantic_percentile"
 
     def __init__(
@@ -320,7 +335,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.2.1"
+    version = "1.2.2"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True

@@ -398,3 +398,16 @@ def test_hard_split_never_cuts_a_word_when_a_line_break_is_near(lines: list[str]
     assert len(pieces) > 3 and max(tokenizer.count(text[s:e]) for s, e in pieces) <= 50
     cut = [(s, e) for s, e in pieces if e < len(text) and text[e - 1].isalnum() and text[e].isalnum()]
     assert not cut, [text[e - 6 : e + 6] for _, e in cut]
+
+
+def test_a_run_on_cut_into_pieces_leaves_no_crumb_at_its_end(embedder: Embedder) -> None:
+    """Cuts moved back to whitespace can leave a tail of a few tokens after two full pieces; it would fit
+    beside neither and stay a fragment. The tail joins the piece before it or the two are halved."""
+    from streams.core.options import FRAGMENT_TOKENS
+
+    chunker = ClusterChunker(get_tokenizer(), min_tokens=50, max_tokens=200, embedder=embedder)
+    for extra in range(0, 60, 3):
+        text = " ".join(f"{n * 7919 % 100003:05d}{n % 97}" for n in range(150 + extra))  # one run-on line
+        units = chunker.sentence_units(text)
+        sizes = [chunker.tokenizer.count(text[s:e]) for s, e in units]
+        assert max(sizes) <= 200 and (len(sizes) == 1 or min(sizes) >= FRAGMENT_TOKENS), (extra, sizes)
