@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from streams.core.versions import decide
 from streams.ingest.files import page_events
 from streams.settings import Settings
 from streams.strategies import build_chunker, check_options, long_chunk_warning, options_for
+from tests.test_cli import streams as run_cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "streams" / "samples"
 
@@ -198,20 +197,8 @@ def test_long_chunk_warning_names_the_options_past_the_model() -> None:
     assert line and "max_tokens=600" in line and "256 word pieces" in line and "truncated" in line
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
-
-
 def test_cli_strategies_lists_every_option() -> None:
-    result = _cli("strategies", "--json", env={"STREAMS_SECTION__MAX_TOKENS": "512"})
+    result = run_cli("strategies", "--json", env={"STREAMS_SECTION__MAX_TOKENS": "512"})
     assert result.returncode == 0, result.stderr
     listed = {row["strategy"]: row for row in json.loads(result.stdout)["strategies"]}
     assert set(listed) == set(STRATEGIES)
@@ -221,11 +208,11 @@ def test_cli_strategies_lists_every_option() -> None:
 
 def test_cli_set_and_refusal(tmp_path: Path) -> None:
     sample = str(SAMPLES / "rfp_harbor_bridge_issued.md")
-    good = _cli("chunk", sample, "-s", "window", "--set", "chunk_size_words=80", "--set", "chunk_overlap_words=0")
+    good = run_cli("chunk", sample, "-s", "window", "--set", "chunk_size_words=80", "--set", "chunk_overlap_words=0")
     assert good.returncode == 0, good.stderr
     rows = [json.loads(line) for line in good.stdout.splitlines()]
     assert all(len(r["text"].split()) <= 80 for r in rows) and rows[0]["chunker_version"].startswith("1.")
-    bad = _cli("chunk", sample, "-s", "window", "--set", "chunk_size_words=0")
+    bad = run_cli("chunk", sample, "-s", "window", "--set", "chunk_size_words=0")
     assert bad.returncode == 78 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
         "error: bad setting: window.chunk_size_words='0': Input should be greater than or equal to 1 "
@@ -234,7 +221,7 @@ def test_cli_set_and_refusal(tmp_path: Path) -> None:
 
 
 def test_a_worker_for_an_unknown_strategy_is_a_bad_setting() -> None:
-    result = _cli("worker", "--role", "chunker:nope", env={"STREAMS_BROKER": "127.0.0.1:1"})
+    result = run_cli("worker", "--role", "chunker:nope", env={"STREAMS_BROKER": "127.0.0.1:1"})
     assert result.returncode == 78, result.stderr
     assert result.stderr.strip().splitlines() == [
         "error: bad setting: unknown strategy 'nope'; known: "
@@ -244,7 +231,7 @@ def test_a_worker_for_an_unknown_strategy_is_a_bad_setting() -> None:
 
 def test_worker_with_a_bad_option_refuses_to_start() -> None:
     """Before joining any group: no broker is running here, and it still exits at once with one line."""
-    result = _cli(
+    result = run_cli(
         "worker",
         "--role",
         "chunker:section",
