@@ -1,0 +1,154 @@
+"""Gold-span question corpora of the project's own making (issue 23), over documents in ../shared/corpora.
+
+Chroma's three corpora are prose; these add the kinds the service is built for: an earnings release
+with tables read through the project's own PDF ingest path, an earnings-call transcript and a
+solicitation. Each `<name>.json` here holds only offsets and hashes, never document text (the
+documents may not be copied into the repository): the source path relative to ../shared/corpora,
+how the corpus text is built from it, the sha256 of that text, and per question the evidence spans
+as [start, end) character offsets with a short sha256 of each span's text. A change in the source
+or in the ingest path that moves the text shows up as a text hash mismatch, never as silently
+misplaced spans.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+BUILDS = ("text", "ingest")
+SPAN_HASH_CHARS = 16
+
+
+class GoldError(ValueError):
+    """A gold corpus that cannot be rebuilt or whose text no longer matches its offsets."""
+
+
+@dataclass(frozen=True)
+class GoldQuestion:
+    question: str
+    spans: tuple[tuple[int, int], ...]
+    span_hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GoldCorpus:
+    """One corpus file: where the text comes from, its hash, and the questions' spans."""
+
+    name: str
+    kind: str
+    source: str
+    build: str
+    text_sha256: str
+    text_chars: int
+    questions: tuple[GoldQuestion, ...]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def span_hash(span: str) -> str:
+    """A short sha256 of one span's text: enough to catch a moved offset, too short to matter as a copy."""
+    return text_hash(span)[:SPAN_HASH_CHARS]
+
+
+def gold_names() -> list[str]:
+    """The corpora shipped with the package, by file name."""
+    folder = resources.files(__name__)
+    return sorted(p.name.removesuffix(".json") for p in folder.iterdir() if p.name.endswith(".json"))
+
+
+def load_gold(name: str) -> GoldCorpus:
+    folder = resources.files(__name__)
+    resource = folder / f"{name}.json"
+    if not resource.is_file():
+        raise GoldError(f"no gold corpus {name!r}; known: {', '.join(gold_names())}")
+    data: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
+    if data.get("build") not in BUILDS:
+        raise GoldError(f"{name}: build must be one of {BUILDS}, not {data.get('build')!r}")
+    questions = tuple(
+        GoldQuestion(
+            q["question"],
+            tuple((int(s), int(e)) for s, e in q["spans"]),
+            tuple(q["span_sha256"]),
+        )
+        for q in data["questions"]
+    )
+    return GoldCorpus(
+        name=name,
+        kind=data["kind"],
+        source=data["source"],
+        build=data["build"],
+        text_sha256=data["text_sha256"],
+        text_chars=int(data["text_chars"]),
+        questions=questions,
+    )
+
+
+def build_document(corpus: GoldCorpus, shared: Path) -> tuple[str, Any]:
+    """(corpus text, assembled document or None).
+
+    `text`: the file decoded as the ingest path decodes text files (UTF-8, else Windows-1252) with
+    universal newlines, as Chroma reads its corpora; the bench wraps it in one page. `ingest`: the
+    file through `page_events` and `assemble`, so the text is the document stream a chunker worker
+    sees (pages joined with their separators) and the bench chunks that very document.
+    """
+    path = shared / corpus.source
+    if not path.is_file():
+        raise GoldError(f"{corpus.name}: source {path} not found")
+    if corpus.build == "text":
+        from streams.ingest.files import decode_text
+
+        text = decode_text(path.read_bytes())[0].replace("\r\n", "\n").replace("\r", "\n")
+        return text, None
+    from streams.core.document import assemble
+    from streams.ingest.files import page_events
+
+    document = assemble(page_events(path, doc_id=corpus.name))
+    return document.text, document
+
+
+def span_problems(corpus: GoldCorpus, text: str) -> list[str]:
+    """Everything wrong with the corpus against its rebuilt text; empty when the offsets hold."""
+    if text_hash(text) != corpus.text_sha256:
+        stored = f"{len(text)} chars, {corpus.text_chars} stored"
+        return [f"{corpus.name}: text sha256 differs from the stored one ({stored}); the source or the ingest changed"]
+    problems: list[str] = []
+    for number, q in enumerate(corpus.questions, start=1):
+        if not q.spans or len(q.spans) != len(q.span_hashes):
+            problems.append(f"{corpus.name} q{number}: spans and hashes do not pair up")
+            continue
+        for (start, end), digest in zip(q.spans, q.span_hashes, strict=True):
+            where = f"{corpus.name} q{number} [{start}, {end})"
+            if not 0 <= start < end <= len(text):
+                problems.append(f"{where}: outside the text or empty")
+                continue
+            span = text[start:end]
+            if span != span.strip():
+                problems.append(f"{where}: starts or ends with whitespace")
+            if _inside_word(text, start) or _inside_word(text, end):
+                problems.append(f"{where}: starts or ends inside a word")
+            if span_hash(span) != digest:
+                problems.append(f"{where}: span hash differs")
+    return problems
+
+
+def _inside_word(text: str, at: int) -> bool:
+    return 0 < at < len(text) and text[at - 1].isalnum() and text[at].isalnum()
+
+
+__all__ = [
+    "GoldCorpus",
+    "GoldError",
+    "GoldQuestion",
+    "build_document",
+    "gold_names",
+    "load_gold",
+    "span_hash",
+    "span_problems",
+    "text_hash",
+]
