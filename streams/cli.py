@@ -308,8 +308,9 @@ def up(
     as_json: Annotated[
         bool, typer.Option("--json", help="First line: one JSON object with connection settings.")
     ] = False,
+    ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the web console (`streams ui`) too.")] = True,
 ) -> None:
-    """Run the embedded services, workers and both sinks in the foreground until interrupted."""
+    """Run the embedded services, workers, both sinks and the web console in the foreground until interrupted."""
     from streams.core.chunkers import available_strategies
     from streams.ops.demo import DEFAULT_DEMO
     from streams.ops.up import run_up
@@ -319,7 +320,29 @@ def up(
     settings = Settings()
     chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
-    run_up(settings, chosen, err, as_json)
+    if ui:
+        from streams.ui.app import check_bind
+
+        check_bind(settings, settings.ui_host)  # a public console without a token refuses before anything starts
+    run_up(settings, chosen, err, as_json, ui)
+
+
+@app.command()
+def ui(
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default STREAMS_UI_HOST, 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765).")] = None,
+    writable: Annotated[
+        bool, typer.Option("--writable", help="Allow publishing to the bus from the try-a-file page.")
+    ] = False,
+) -> None:
+    """Serve the web console: documents with their chunk boundaries, traces, lag, dead letters, search."""
+    from streams.ui.app import check_bind, serve
+
+    settings = Settings()
+    if writable:
+        settings = settings.model_copy(update={"ui_writable": True})
+    check_bind(settings, host or settings.ui_host)  # a public bind without a token: one line, exit 78
+    serve(settings, host, port, on_ready=lambda url: err.print(f"console on {url} (Ctrl-C stops it)"))
 
 
 @app.command()

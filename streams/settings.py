@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     data_dir: Path = Path("var")
     metrics_port: int = Field(default=0, ge=0, description="/metrics, /healthz, /readyz; 0 = off")
     web_port: int = 0
+    #: The web console (`streams ui`, also started by `streams up`). A bind other than loopback needs
+    #: `ui_token`; without `ui_writable` it never writes (no publishing from the "try a file" page).
+    ui_host: str = "127.0.0.1"
+    ui_port: int = Field(default=0, ge=0, le=65535, description="0: 8765 for `streams ui`, a free port for `up`")
+    ui_token: str | None = None
+    ui_writable: bool = False
+    ui_max_upload_bytes: int = Field(default=5_000_000, ge=1)
     #: Where one-shot jobs (`streams audit` as a CronJob) push their metrics; unset = not pushed.
     pushgateway_url: str | None = None
     processing_guarantee: str = "at_least_once"

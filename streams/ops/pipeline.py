@@ -339,6 +339,7 @@ class LocalPipeline:
         self.on_event = on_event or (lambda _line: None)
         self.health: dict[str, RoleHealth] = {}
         self.stopping = False
+        self.ui_port = 0  # the console's port once `start_ui` gave it one: a restart keeps the address
 
     def start(self) -> LocalPipeline:
         # The two services start side by side: each launcher is a Python process that takes seconds.
@@ -389,7 +390,7 @@ class LocalPipeline:
                 sys.executable,
                 "-m",
                 "streams",
-                *(["sink", role[5:]] if role.startswith("sink:") else ["worker", "--role", role]),
+                *self._command(role),
             ],
             env=env,
             stdout=log,
@@ -407,6 +408,19 @@ class LocalPipeline:
             crashes=previous.crashes if previous else [],
         )
         return proc
+
+    def _command(self, role: str) -> list[str]:
+        if role.startswith("sink:"):
+            return ["sink", role[5:]]
+        if role == "ui":
+            return ["ui", "--port", str(self.ui_port)]
+        return ["worker", "--role", role]
+
+    def start_ui(self) -> str:
+        """The web console as one more supervised role, on a port that stays its own across restarts."""
+        self.ui_port = self.ui_port or self.settings.ui_port or free_port()
+        self.start_worker("ui")
+        return f"http://{self.settings.ui_host}:{self.ui_port}/"
 
     def _log_tail(self, role: str, lines: int = 3) -> str:
         log = self.settings.data_dir / "logs" / f"{role.replace(':', '-').replace('#', '-')}.log"

@@ -31,6 +31,7 @@ def search(settings: Settings, question: str, k: int = 5, strategy: str | None =
                 "doc_id": match.metadata.get("doc_id"),
                 "document_name": doc.get("document_name", match.metadata.get("doc_id")),
                 "strategy": match.metadata.get("strategy"),
+                "amendment_number": doc.get("amendment_number", match.metadata.get("amendment_number", 0)),
                 "page_numbers": doc.get("page_numbers", []),
                 "text": doc.get("text", "(text not in MongoDB yet)"),
             }

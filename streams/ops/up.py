@@ -44,7 +44,14 @@ def request_replay(settings: Settings, strategy: str, start: str, chunker_versio
     return path
 
 
-def run_up(settings: Settings, strategies: list[str], console: Console, as_json: bool) -> None:
+def console_available() -> bool:
+    """The console's packages are the `ui` extra: without them `up` runs everything else."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn", "jinja2", "multipart"))
+
+
+def run_up(settings: Settings, strategies: list[str], console: Console, as_json: bool, ui: bool = True) -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -60,6 +67,10 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
     )
     with pipeline:
         info = connection(pipeline.settings)
+        if ui and console_available():
+            info["ui"] = pipeline.start_ui()
+        elif ui:
+            console.print("console not started: its packages are missing (pip install -e '.[ui]')")
         shared = {k: info[k] for k in ("broker", "mongo_url", "mongo_database", "mongo_collection")}
         up_file.write_text(
             json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info, "processes": pipeline.pids()})
@@ -68,6 +79,8 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
             print(json.dumps(info, sort_keys=True), flush=True)
         console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")
         console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
+        if "ui" in info:
+            console.print(f"console: {info['ui']}")
         if settings.metrics_port:
             from streams.runtime.metrics import serve
 

@@ -1,0 +1,287 @@
+"""What the console shows, read from the bus and the stores: nothing here writes, except `publish`.
+
+Pages are the ground truth of a document's text (the stores hold chunks, not documents), so the console
+keeps an index of `pages.cleaned` in memory, brought up to date on each request from where it stopped.
+No consumer stays assigned between requests: against the embedded broker an assigned librdkafka consumer
+re-fetches in a loop, and an idle console must cost nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from streams.codec.avro import AvroCodec
+from streams.core.assembly import BadInput, parse_page
+from streams.core.events import AssembledDocument, DeadLetter, PageEvent
+from streams.runtime.clients import client_config
+from streams.settings import Settings
+
+PREVIEW_BYTES = 400
+DEAD_LETTERS_KEPT = 500
+
+
+class TopicIndex:
+    """Reads a topic forward from where the last call stopped, up to the end offsets taken at the call."""
+
+    def __init__(self, settings: Settings, topic: str) -> None:
+        self.settings, self.topic = settings, topic
+        self.positions: dict[int, int] = {}
+        self.lock = threading.Lock()
+
+    def read_new(self, timeout_s: float = 15.0) -> list[Message]:
+        with self.lock:
+            consumer = Consumer(
+                {
+                    **client_config(self.settings),
+                    "group.id": f"streams-ui-{os.getpid()}",
+                    "enable.auto.commit": False,
+                    "fetch.max.bytes": self.settings.max_message_bytes,
+                    "max.partition.fetch.bytes": self.settings.max_message_bytes,
+                }
+            )
+            try:
+                metadata = consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+                if metadata is None or metadata.error is not None:
+                    return []
+                ends: dict[int, int] = {}
+                for p in sorted(metadata.partitions):
+                    low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)
+                    start = max(self.positions.get(p, 0), low)
+                    if high > start:
+                        ends[p] = high
+                        self.positions[p] = start
+                if not ends:
+                    return []
+                consumer.assign([TopicPartition(self.topic, p, self.positions[p]) for p in ends])
+                found: list[Message] = []
+                deadline = time.monotonic() + timeout_s
+                while ends and time.monotonic() < deadline:
+                    for message in consumer.consume(500, 0.5):
+                        if message.error():
+                            continue
+                        p = message.partition()
+                        self.positions[p] = message.offset() + 1
+                        found.append(message)
+                        if self.positions[p] >= ends.get(p, 0):
+                            ends.pop(p, None)
+                return found
+            finally:
+                consumer.close()
+
+
+@dataclass
+class DocumentEntry:
+    """One document as the pages topic knows it: every amendment's pages as they arrived."""
+
+    doc_id: str
+    name: str = ""
+    doc_type: str = ""
+    versions: dict[int, dict[int, PageEvent]] = field(default_factory=dict)
+    page_counts: dict[int, int] = field(default_factory=dict)
+
+    def complete(self, amendment: int) -> bool:
+        pages = self.versions.get(amendment, {})
+        return all(n in pages for n in range(1, self.page_counts.get(amendment, 0) + 1))
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "name": self.name,
+            "doc_type": self.doc_type,
+            "amendments": sorted(self.versions),
+            "pages": {a: f"{len(p)}/{self.page_counts[a]}" for a, p in sorted(self.versions.items())},
+        }
+
+
+@dataclass
+class LagSample:
+    at: float
+    rows: dict[tuple[str, str, int], tuple[int, int]]  # (group, topic, partition) -> (committed, end)
+
+
+class ConsoleData:
+    """The console's one way into the bus and the stores."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.codec = AvroCodec(settings.schema_registry_url)
+        self.pages = TopicIndex(settings, settings.topics.pages)
+        self.dead = TopicIndex(settings, settings.topics.dead_letter)
+        self.documents: dict[str, DocumentEntry] = {}
+        self.letters: list[dict[str, Any]] = []
+        self._lag: LagSample | None = None
+        self._mongo: Any = None
+        self._lock = threading.Lock()
+
+    # -- documents ---------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        for message in self.pages.read_new():
+            try:
+                page = parse_page(
+                    message.value(), lambda raw: self.codec.decode("page_event", raw), self.settings.max_page_bytes
+                )
+            except BadInput:
+                continue  # refused at the door: it is on the dead-letter topic, shown on the bus page
+            with self._lock:
+                entry = self.documents.setdefault(page.doc_id, DocumentEntry(page.doc_id))
+                entry.name, entry.doc_type = page.document_name, page.doc_type.value
+                entry.versions.setdefault(page.amendment_number, {})[page.page_number] = page
+                entry.page_counts[page.amendment_number] = page.page_count
+
+    def document_list(self) -> list[dict[str, Any]]:
+        self.refresh()
+        with self._lock:
+            return [self.documents[d].summary() for d in sorted(self.documents)]
+
+    def entry(self, doc_id: str) -> DocumentEntry | None:
+        self.refresh()
+        return self.documents.get(doc_id)
+
+    def assembled(self, doc_id: str, amendment: int) -> AssembledDocument | None:
+        """The document stream exactly as the assembler built it, or None while pages are missing."""
+        from streams.core.document import assemble
+
+        entry = self.entry(doc_id)
+        if entry is None or amendment not in entry.versions or not entry.complete(amendment):
+            return None
+        return assemble(list(entry.versions[amendment].values()))
+
+    # -- chunks ------------------------------------------------------------------------------------
+    @property
+    def mongo(self) -> Any:
+        if self._mongo is None:
+            from streams.sinks.mongo import MongoSink
+
+            self._mongo = MongoSink(
+                self.settings.mongo_url, self.settings.mongo_database, self.settings.mongo_collection, timeout_ms=3000
+            )
+        return self._mongo
+
+    def strategies_of(self, doc_id: str) -> list[str]:
+        rows = self.mongo.collection.find({"doc_id": doc_id, "text": {"$exists": True}}, {"strategy": 1})
+        return sorted({r["strategy"] for r in rows})
+
+    def chunks(self, doc_id: str, amendment: int, strategy: str) -> list[dict[str, Any]]:
+        """One lineage's chunks of a version: the running chunker's, else the one stored last (a replay
+        with a new chunker version leaves the old lineage retired beside it)."""
+        from streams.ops.audit import lineage
+
+        query = {"doc_id": doc_id, "amendment_number": amendment, "strategy": strategy, "text": {"$exists": True}}
+        rows = list(self.mongo.collection.find(query))
+        if not rows:
+            return []
+        by_lineage: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in rows:
+            by_lineage[row.get("chunker_version", "")].append(row)
+        current = lineage(self.settings, strategy)
+        chosen = (
+            current
+            if current in by_lineage
+            else max(by_lineage, key=lambda v: (max(r.get("stored_ms", 0) for r in by_lineage[v]), v))
+        )
+        return sorted(by_lineage[chosen], key=lambda r: r.get("position", 0))
+
+    def chunk(self, chunk_id: str) -> dict[str, Any] | None:
+        rows = self.mongo.by_ids([chunk_id])
+        return rows[0] if rows else None
+
+    # -- trace, bus, search ------------------------------------------------------------------------
+    def status(self, doc_id: str, strategies: list[str]) -> dict[str, Any]:
+        from streams.ops.audit import audit_stores, document_status
+
+        stores = audit_stores(self.settings, ["mongo", "vectors"])
+        try:
+            return document_status(self.settings, doc_id, stores, strategies)
+        finally:
+            for store in stores:
+                store.close()
+
+    def lag(self) -> dict[str, Any]:
+        """Every group's lag per partition, and rates since the previous call (records per second
+        produced to the partition and committed by the group)."""
+        from streams.ops.lag import lag_report
+
+        report = lag_report(self.settings)
+        now = time.monotonic()
+        rows = {(r["group"], r["topic"], r["partition"]): (r["committed"], r["end"]) for r in report["partitions"]}
+        previous = self._lag
+        for r in report["partitions"]:
+            r["produced_per_s"] = r["consumed_per_s"] = None
+            if previous is not None and now > previous.at:
+                before = previous.rows.get((r["group"], r["topic"], r["partition"]))
+                if before is not None:
+                    span = now - previous.at
+                    r["produced_per_s"] = round(max(0, r["end"] - before[1]) / span, 2)
+                    if r["committed"] >= 0 and before[0] >= 0:
+                        r["consumed_per_s"] = round(max(0, r["committed"] - before[0]) / span, 2)
+        self._lag = LagSample(now, rows)
+        return report
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        """The newest dead letters first: reason, stage, where the input came from, a safe preview."""
+        for message in self.dead.read_new():
+            try:
+                letter = DeadLetter(**self.codec.decode("dead_letter", message.value()))
+            except Exception as exc:  # a dead letter we cannot read is itself worth showing
+                letter = DeadLetter(
+                    reason_code="unreadable",
+                    reason=f"not a dead-letter record: {exc}",
+                    stage="console",
+                    source_topic=self.settings.topics.dead_letter,
+                    source_partition=message.partition(),
+                    source_offset=message.offset(),
+                    value=message.value(),
+                )
+            with self._lock:
+                self.letters.append({**letter.model_dump(exclude={"key", "value"}), "preview": preview(letter.value)})
+                del self.letters[:-DEAD_LETTERS_KEPT]
+        with self._lock:
+            return list(reversed(self.letters))
+
+    def search(self, question: str, k: int = 5, strategy: str | None = None) -> list[dict[str, Any]]:
+        from streams.ops.search import search
+
+        return search(self.settings, question, k, strategy)
+
+    # -- try a file, publish -----------------------------------------------------------------------
+    def read_upload(self, filename: str, data: bytes, doc_type: str | None) -> list[PageEvent]:
+        """An uploaded or pasted document as page events, through the same ingest path as `streams chunk`."""
+        from streams.core.events import DocType
+        from streams.ingest.files import page_events
+
+        name = Path(filename or "pasted.md").name or "pasted.md"
+        if "." not in name:
+            name += ".md"
+        with tempfile.TemporaryDirectory(prefix="streams-ui-") as tmp:
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            return page_events(path, doc_type=DocType(doc_type) if doc_type else None)
+
+    def publish(self, pages: list[PageEvent]) -> int:
+        from streams.ops.pipeline import publish_pages
+
+        publish_pages(self.settings, pages)
+        return len(pages)
+
+    def close(self) -> None:
+        if self._mongo is not None:
+            self._mongo.close()
+
+
+def preview(value: bytes | None) -> str:
+    """The first bytes of a dead letter's input as text a person can read: UTF-8 where it decodes,
+    every control character but newline and tab shown as a code point (the page escapes the rest)."""
+    if not value:
+        return ""
+    text = value[:PREVIEW_BYTES].decode("utf-8", "replace")
+    shown = "".join(c if c in "\n\t" or c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return shown + ("…" if len(value) > PREVIEW_BYTES else "")

@@ -1,0 +1,167 @@
+"""The console's tests run against a real stack: the embedded broker, SecantusDB, LanceDB, the workers
+and both sinks, with the samples, a hostile document and a dead letter on the bus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from streams.ingest.files import page_events
+from streams.ops.embedded import free_port
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
+from streams.settings import Settings
+from tests.integration.conftest import pipeline_settings
+
+STRATEGIES = ["window", "section"]
+#: A document whose text is markup: the console must show it as text and run none of it.
+HOSTILE = (
+    "# Notes <script>window.__pwned = 1</script>\n\n"
+    'A <b>bold</b> claim & an <img src=x onerror="window.__pwned = 2"> image.\n'
+)
+HOSTILE_ID = "hostile-markup"
+BAD_PAGE = b'{"doc_id": "broken-1", "page_number": "one", "text": "<i>not a page</i> \x00\x07"}'
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    pipeline: LocalPipeline
+    docs: dict[str, list]  # doc_id -> its page events, every amendment
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("console")
+    settings = pipeline_settings(tmp, sink_assignment="manual", lancedb_path=tmp / "lance")
+    pipeline = LocalPipeline(settings, STRATEGIES, sinks=["mongo", "vectors"])
+    pipeline.start()
+    try:
+        settings = pipeline.settings
+        hostile = tmp / "hostile.md"
+        hostile.write_text(HOSTILE)
+        events = [e for p in sample_paths() for e in page_events(p)]
+        events += page_events(hostile, doc_id=HOSTILE_ID)
+        docs: dict[str, list] = {}
+        for e in events:
+            docs.setdefault(e.doc_id, []).append(e)
+        publish_pages(settings, [*events, (b"broken-1", BAD_PAGE)])
+        collector = Collector(settings, watch_indexed=True)
+        wanted = {(e.doc_id, e.amendment_number) for e in events}
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            collector.poll(1.0)
+            done = {
+                (d, a)
+                for d, a in wanted
+                if all((d, a, s, store) in collector.indexed for s in STRATEGIES for store in ("mongo", "vectors"))
+            }
+            if done == wanted and collector.result.dead:
+                break
+        else:
+            raise AssertionError(f"not indexed in time: {sorted(wanted - done)}")
+        yield Stack(settings, pipeline, docs)
+    finally:
+        pipeline.stop()
+
+
+@pytest.fixture(scope="session")
+def client(stack: Stack) -> Iterator:
+    from starlette.testclient import TestClient
+
+    from streams.ui.app import create_app
+
+    with TestClient(create_app(stack.settings)) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def served(stack: Stack) -> Iterator[str]:
+    """The console over real HTTP (uvicorn in a thread), for the browser."""
+    import uvicorn
+
+    from streams.ui.app import create_app
+
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(stack.settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "the console did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def _browser_paths() -> tuple[str | None, str | None]:
+    return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+
+
+def _install_browser() -> str:
+    """Debian's chromium and its driver, installed when missing (CI starts on a machine without them)."""
+    if not shutil.which("apt-get"):
+        return "no apt-get on this machine"
+    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
+    if prefix and not shutil.which("sudo"):
+        return "not root and no sudo: cannot apt-get install chromium"
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]):
+        done = subprocess.run([*prefix, *command], capture_output=True, text=True, env=env, timeout=900)
+        if done.returncode != 0:
+            return f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+    return ""
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """Headless Debian chromium through selenium and chromedriver; installed here when missing."""
+    chromium, driver_path = _browser_paths()
+    if not (chromium and driver_path):
+        why = _install_browser()
+        chromium, driver_path = _browser_paths()
+        if not (chromium and driver_path):
+            pytest.skip(f"no browser for the console's browser tests: {why or 'chromium not found after install'}")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Screenshots go here (CI keeps the directory): STREAMS_TEST_ARTIFACTS or test-artifacts/."""
+    path = Path(os.environ.get("STREAMS_TEST_ARTIFACTS", "test-artifacts"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
