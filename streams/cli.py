@@ -329,7 +329,9 @@ def up(
 
 @app.command()
 def ui(
-    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default STREAMS_UI_HOST, 127.0.0.1).")] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to bind (default STREAMS_UI_HOST, 127.0.0.1).")
+    ] = None,
     port: Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765).")] = None,
     writable: Annotated[
         bool, typer.Option("--writable", help="Allow publishing to the bus from the try-a-file page.")
