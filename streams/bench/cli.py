@@ -376,6 +376,52 @@ def idle(
         out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")
 
 
+@bench_app.command("ui")
+def ui(
+    pages: Annotated[int, typer.Option("--pages", min=1, help="Pages of the long synthetic document.")] = 300,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Timed requests per view after the first.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """How fast the console serves a document view (largest sample, and a long document), against its JSON."""
+    from streams.bench.ui import run_ui_bench
+
+    with _progress() as update:
+        report = run_ui_bench(pages, rounds, update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench ui: document view served locally, median of {rounds} after the first request")
+    for column in (
+        "document",
+        "pages",
+        "chars",
+        "chunks w/s",
+        "json ms",
+        "view ms",
+        "two views ms",
+        "first ms",
+        "ratio",
+    ):
+        table.add_column(column, justify="left" if column == "document" else "right", no_wrap=True)
+    for label, row in report["documents"].items():
+        table.add_row(
+            label,
+            str(row["pages"]),
+            f"{row['chars']:,}",
+            f"{row['chunks']['window']}/{row['chunks']['section']}",
+            f"{row['json_baseline']['median_ms']:.0f}",
+            f"{row['view_one_strategy']['median_ms']:.0f}",
+            f"{row['view_two_strategies']['median_ms']:.0f}",
+            f"{row['view_two_strategies']['first_ms']:.0f}",
+            f"{row['ratio_two_to_baseline']:.2f}",
+        )
+    out.print(table)
+    slowest = max(r["view_two_strategies"]["median_ms"] for r in report["documents"].values())
+    out.print(
+        f"target: every view under {report['target_ms']} ms: {'met' if slowest < report['target_ms'] else 'missed'}"
+    )
+
+
 @bench_app.command("embedding")
 def embedding(
     docs: Annotated[int, typer.Option("--docs", min=1, help="Synthetic documents (1-5 pages each).")] = 60,

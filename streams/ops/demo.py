@@ -316,3 +316,8 @@ def print_summary(summary: dict, out: Console, err: Console, kept: Path | None) 
         '`streams search "your question"`, `streams tail --topic chunks.created`, `streams lag`',
         highlight=False,
     )
+    err.print(
+        "console: `streams up` also serves a web console (its address is its third line and `ui` in "
+        "var/up.json): each document with its chunk boundaries, traces, lag, dead letters, search",
+        highlight=False,
+    )

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,8 @@ def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path) -> None:
     )
     try:
         first = json.loads(up.stdout.readline())
-        assert set(first) == {"broker", "mongo_url", "mongo_database", "mongo_collection", "vector_store"}
+        assert set(first) == {"broker", "mongo_url", "mongo_database", "mongo_collection", "vector_store", "ui"}
+        assert first["ui"].startswith("http://127.0.0.1:")
         assert first["mongo_database"] == "streams" and first["mongo_collection"] == "chunks"
         notes = next(p for p in sample_paths() if p.name == "field_notes.json")
         published = cli("publish", str(notes), env=env)
@@ -52,6 +54,10 @@ def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path) -> None:
         assert hits, "nothing searchable within the time limit"
         assert hits[0]["doc_id"] == "field-notes-7" and hits[0]["page_numbers"]
         assert "salt" in hits[0]["text"]
+        with urllib.request.urlopen(first["ui"] + "doc/field-notes-7", timeout=60) as page:  # the console
+            assert page.status == 200 and 'class="cut' in page.read().decode()
+        up_file = json.loads((tmp_path / "var" / "up.json").read_text())
+        assert up_file["ui"] == first["ui"] and "ui" in up_file["processes"]
         lag = json.loads(cli("lag", "--json", env=env).stdout)
         assert "streams-chunker-window" in lag["totals"] and "streams-sink-mongo" in lag["totals"]
     finally:

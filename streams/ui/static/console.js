@@ -25,7 +25,8 @@ function showRecord(record) {
   for (const key of SHOWN) {
     if (!(key in record)) continue;
     const value = record[key];
-    list.append(el("dt", key), el("dd", Array.isArray(value) ? value.join(" › ") : String(value)));
+    const joined = key === "section_path" ? value.join(" › ") : Array.isArray(value) ? value.join(", ") : String(value);
+    list.append(el("dt", key), el("dd", joined));
   }
   if (record.metadata) list.append(el("dt", "metadata"), el("dd", JSON.stringify(record.metadata)));
   body.append(list, el("pre", record.text, "text"));
