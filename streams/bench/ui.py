@@ -17,34 +17,12 @@ from typing import Any
 
 from streams.core.events import DocType, PageEvent
 
-WORDS = [
-    "harbor",
-    "bridge",
-    "deck",
-    "cable",
-    "tender",
-    "price",
-    "schedule",
-    "bidder",
-    "clause",
-    "amendment",
-    "section",
-    "load",
-    "steel",
-    "span",
-    "inspection",
-    "contractor",
-    "warranty",
-    "notice",
-    "award",
-    "deadline",
-    "insurance",
-    "bond",
-    "traffic",
-    "lane",
-    "repair",
-    "survey",
-]
+#: The vocabulary of the synthetic document, one string so the list stays short to read.
+_VOCABULARY = (
+    "harbor bridge deck cable tender price schedule bidder clause amendment section load steel "
+    "span inspection contractor warranty notice award deadline insurance bond traffic lane repair survey"
+)
+WORDS = _VOCABULARY.split()
 
 
 def synthetic_document(doc_id: str, pages: int) -> list[PageEvent]:
