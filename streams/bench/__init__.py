@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -48,7 +48,7 @@ def single_core() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def bench_chunker(name: str, embedder: Any = None) -> Any:
+def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] | None = None) -> Any:
     """A strategy as the settings configure it (`STREAMS_<STRATEGY>__<OPTION>`, `--config`), with this
     process's embedder but no shared embedding store: a measurement must embed what it measures."""
     from streams.core.chunkers import EMBEDDING_STRATEGIES
@@ -61,7 +61,7 @@ def bench_chunker(name: str, embedder: Any = None) -> Any:
         from streams.strategies import SENTENCE_UNITS
 
         embedder = get_embedder(settings.embed_model, long_texts=SENTENCE_UNITS)
-    return build_chunker(name, settings, embedder=embedder)
+    return build_chunker(name, settings, overrides, embedder=embedder)
 
 
 def baseline_libraries_missing() -> list[str]:

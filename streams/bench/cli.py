@@ -141,6 +141,10 @@ def quality(
         Path | None,
         typer.Option("--shared-corpora", help="Where the gold corpora's sources are (default ../shared/corpora)."),
     ] = None,
+    loco: Annotated[
+        bool,
+        typer.Option("--loco", help="Leave one corpus out: options chosen on the other corpora, scored on each."),
+    ] = False,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
     from streams.bench.quality import CHROMA, run_quality
@@ -154,10 +158,26 @@ def quality(
             progress=update,
             corpora=corpora or [CHROMA],
             shared=_quality_corpus(shared, SHARED_CORPORA),
+            loco=loco,
         )
     if as_json:
         _emit_json(report)
         return
+    worst = Table(title="worst corpus of each candidate (printed first: a mean can hide it)")
+    for column in ("name", "worst corpus", "recall", "IoU", "mean tok", "max tok"):
+        worst.add_column(column, justify="left" if column in {"name", "worst corpus"} else "right", no_wrap=True)
+    for r in sorted(report["results"], key=lambda r: r.get("worst_corpus", {}).get("recall", 1.0)):
+        w = r.get("worst_corpus")
+        if w:
+            worst.add_row(
+                r["name"],
+                w["corpus"],
+                f"{w['recall']:.3f}",
+                f"{w['iou']:.4f}",
+                f"{w['mean_tokens']:.0f}",
+                str(w["max_tokens"]),
+            )
+    out.print(worst)
     table = Table(title=f"bench quality: {report['questions']} questions, k={report['k']}")
     for column in ("name", "kind", "recall", "precision", "IoU", "mean tok", "max tok", "chunks", "long"):
         table.add_column(column, justify="left" if column in {"name", "kind"} else "right", no_wrap=column == "name")
@@ -175,9 +195,29 @@ def quality(
         )
     out.print(table)
     _per_corpus_table(report)
+    for name, held in report.get("loco", {}).items():
+        table = Table(title=f"{name}: leave one corpus out (options chosen on the others; worst first)")
+        for column in ("held-out corpus", "options chosen", "recall", "IoU", "mean tok", "max tok"):
+            table.add_column(column, justify="left" if column in {"held-out corpus", "options chosen"} else "right")
+        for cid, row in held["held_out"].items():
+            options = ", ".join(f"{k}={v}" for k, v in row["options"].items()) or "defaults"
+            table.add_row(
+                cid,
+                options,
+                f"{row['recall']:.3f}",
+                f"{row['iou']:.4f}",
+                f"{row['mean_tokens']:.0f}",
+                str(row["max_tokens"]),
+            )
+        out.print(table)
     if report["targets"]:
         t = report["targets"]
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
+        for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size"):
+            if key in t:
+                below = [c for c, ok in t[key]["corpora"].items() if not ok]
+                detail = f"; below on {', '.join(below)}" if below else ""
+                out.print(f"{key.replace('_', ' ')}: {'met' if t[key]['met'] else 'missed'}{detail}")
     for name, reason in report["skipped"].items():
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
 

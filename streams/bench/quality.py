@@ -256,12 +256,12 @@ def _document(eval_set: EvalSet, corpus_id: str) -> Any:
 # --- chunking ------------------------------------------------------------------------------------
 
 
-def strategy_chunks(name: str, eval_set: EvalSet) -> list[Chunk]:
+def strategy_chunks(name: str, eval_set: EvalSet, overrides: dict[str, Any] | None = None) -> list[Chunk]:
     """A strategy's drafts; the range is the draft's own (clipped to the corpus, whose stream has a
     trailing page separator), the embedded text is the draft's text."""
     from streams.bench import bench_chunker
 
-    chunker = bench_chunker(name)
+    chunker = bench_chunker(name, overrides=overrides)
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
         for draft in chunker.chunk(_document(eval_set, cid)):
@@ -347,6 +347,80 @@ def chonkie_semantic_chunks(eval_set: EvalSet, threshold: float, chunk_size: int
         else:
             chunks.extend(locate(text, [c.text for c in produced], cid))
     return chunks
+
+
+#: Chroma's ClusterSemanticChunker splits into pieces of this many tokens, then clusters them.
+CHROMA_PIECE_TOKENS = 50
+
+
+def chroma_cluster_chunks(eval_set: EvalSet, max_chunk_size: int = 200) -> list[Chunk]:
+    """Chroma's ClusterSemanticChunker (brandonstarxel/chunking_evaluation, MIT), reimplemented: a
+    recursive split into 50-token pieces (separators "\n\n", "\n", ".", "?", "!", " ", ""), each piece
+    embedded, then the segmentation into runs of at most max_chunk_size // 50 pieces that maximises the
+    summed pairwise similarity inside each run, less the mean off-diagonal similarity (its dynamic
+    programme). A chunk's range spans its first piece to its last (Chroma joins the pieces' text with
+    spaces and finds it again; the range is what that search means to find)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from streams.core.tokenizers import tiktoken_encoding
+    from streams.embedstore import get_embedder
+
+    encoding = tiktoken_encoding("cl100k_base")
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=CHROMA_PIECE_TOKENS,
+        chunk_overlap=0,
+        length_function=lambda t: len(encoding.encode_ordinary(t)),
+        separators=["\n\n", "\n", ".", "?", "!", " ", ""],
+    )
+    embedder = get_embedder(long_texts="truncate")
+    max_cluster = max(1, max_chunk_size // CHROMA_PIECE_TOKENS)
+    chunks: list[Chunk] = []
+    for cid, text in eval_set.corpora.items():
+        pieces = locate(text, splitter.split_text(text), cid)
+        if not pieces:
+            continue
+        vectors = embedder.encode([p.text for p in pieces])
+        for first, last in chroma_segmentation(vectors @ vectors.T, max_cluster):
+            start, end = pieces[first].start, pieces[last].end
+            chunks.append(Chunk(cid, start, end, text[start:end]))
+    return chunks
+
+
+def chroma_segmentation(similarity: np.ndarray, max_cluster: int) -> list[tuple[int, int]]:
+    """Chroma's `_optimal_segmentation`: runs [first, last] of consecutive pieces, each at most
+    `max_cluster` long, maximising the summed (similarity - mean off-diagonal) inside runs."""
+    n = similarity.shape[0]
+    if n == 1:
+        return [(0, 0)]
+    matrix = similarity - np.mean(similarity[np.triu_indices(n, k=1)])
+    np.fill_diagonal(matrix, 0)
+    dp = np.zeros(n)
+    start_of = np.zeros(n, dtype=int)
+    for i in range(n):
+        for size in range(1, max_cluster + 1):
+            if i - size + 1 < 0:
+                break
+            reward = float(matrix[i - size + 1 : i + 1, i - size + 1 : i + 1].sum())
+            if i - size >= 0:
+                reward += dp[i - size]
+            if reward > dp[i]:
+                dp[i] = reward
+                start_of[i] = i - size + 1
+    runs = []
+    i = n - 1
+    while i >= 0:
+        runs.append((int(start_of[i]), i))
+        i = int(start_of[i]) - 1
+    return runs[::-1]
+
+
+def worst_corpus(result: dict[str, Any]) -> tuple[str, dict[str, float]] | None:
+    """The corpus a candidate does worst on (lowest recall, then lowest IoU): reported before any mean."""
+    per = result.get("per_corpus") or {}
+    if not per:
+        return None
+    cid = min(per, key=lambda c: (per[c]["recall"], per[c]["iou"]))
+    return cid, per[cid]
 
 
 def mean_tokens(chunks: Sequence[Chunk]) -> float:
@@ -451,6 +525,9 @@ def _baselines(
     scored = evaluate(chunks, eval_set, question_vectors, k)
     params = {"threshold": round(threshold, 4), "chunk_size": chunk_size}
     results.append({"name": "chonkie_semantic", "kind": "baseline", **scored, "params": params})
+    tick("chroma_cluster_200")
+    scored = evaluate(chroma_cluster_chunks(eval_set, 200), eval_set, question_vectors, k)
+    results.append({"name": "chroma_cluster_200", "kind": "baseline", **scored, "params": {"max_chunk_size": 200}})
     tick("langchain_recursive_matched")
     size, chunks, _ = _match_mean(
         lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set), target, 16, 4096, grows=True, steps=10
@@ -467,7 +544,58 @@ def _baselines(
         "recall_not_lower": best["recall"] >= matched["recall"],
     }
     verdict["met"] = verdict["iou_above"] and verdict["recall_not_lower"]
-    return verdict
+    issue23 = _embedding_targets(eval_set, question_vectors, k, results, tick)
+    return {**verdict, **issue23}
+
+
+def _not_below(candidate: dict[str, Any], reference: dict[str, Any]) -> dict[str, bool]:
+    """Per corpus: are both recall and IoU at or above the reference's?"""
+    ours, theirs = candidate.get("per_corpus", {}), reference.get("per_corpus", {})
+    return {
+        cid: ours[cid]["recall"] >= theirs[cid]["recall"] and ours[cid]["iou"] >= theirs[cid]["iou"]
+        for cid in ours
+        if cid in theirs
+    }
+
+
+def _embedding_targets(
+    eval_set: EvalSet, question_vectors: np.ndarray, k: int, results: list[dict[str, Any]], tick: Callable[[str], None]
+) -> dict[str, Any]:
+    """Issue 23's targets, per corpus: `cluster` (at most 100 mean tokens) at or above Chroma's
+    ClusterSemanticChunker (max 200) on every corpus and 10% above it on mean IoU; `semantic` at or above
+    LangChain recursive splitting of its own mean size on every corpus."""
+    by_name = {r["name"]: r for r in results}
+    targets: dict[str, Any] = {}
+    cluster, chroma = by_name.get("cluster"), by_name.get("chroma_cluster_200")
+    if cluster and chroma:
+        corpora = _not_below(cluster, chroma)
+        targets["cluster_vs_chroma_cluster"] = {
+            "mean_tokens_at_most_100": cluster["mean_tokens"] <= 100,
+            "every_corpus": all(corpora.values()),
+            "corpora": corpora,
+            "iou_ratio": round(cluster["iou"] / chroma["iou"], 3) if chroma["iou"] else None,
+            "iou_10pct_above": cluster["iou"] >= 1.1 * chroma["iou"],
+        }
+        t = targets["cluster_vs_chroma_cluster"]
+        t["met"] = t["mean_tokens_at_most_100"] and t["every_corpus"] and t["iou_10pct_above"]
+    semantic = by_name.get("semantic")
+    if semantic:
+        tick("langchain_recursive_semantic_size")
+        size, chunks, _ = _match_mean(
+            lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set),
+            semantic["mean_tokens"],
+            16,
+            4096,
+            grows=True,
+            steps=10,
+        )
+        scored = evaluate(chunks, eval_set, question_vectors, k)
+        name = "langchain_recursive_semantic_size"
+        results.append({"name": name, "kind": "baseline", **scored, "params": {"chunk_size": int(size)}})
+        corpora = _not_below(semantic, results[-1])
+        targets["semantic_vs_recursive_same_size"] = {"every_corpus": all(corpora.values()), "corpora": corpora}
+        targets["semantic_vs_recursive_same_size"]["met"] = all(corpora.values())
+    return targets
 
 
 def run_quality(
@@ -478,6 +606,7 @@ def run_quality(
     progress: Progress | None = None,
     corpora: Sequence[str] = (CHROMA,),
     shared: Path | None = None,
+    loco: bool = False,
 ) -> dict[str, Any]:
     """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
@@ -506,7 +635,10 @@ def run_quality(
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown:
         raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
-    total = len(chosen) + (len(RECURSIVE_SIZES) + 2 if baselines else 0) + 1
+    from streams.bench.loco import GRIDS
+
+    grid_steps = sum(len(GRIDS.get(n, [{}])) for n in chosen) if loco else 0
+    total = len(chosen) + (len(RECURSIVE_SIZES) + 4 if baselines else 0) + 1 + grid_steps
     done = 0
 
     def tick(description: str) -> None:
@@ -529,6 +661,15 @@ def run_quality(
             results.append({"name": name, "kind": "strategy", **evaluate(chunks, eval_set, question_vectors, k)})
         except Exception as exc:  # one failing strategy must not lose the table; it is reported
             skipped[name] = f"{type(exc).__name__}: {exc}"
+    loco_report: dict[str, Any] = {}
+    if loco:
+        from streams.bench.loco import run_loco
+
+        def evaluate_setting(name: str, options: dict[str, Any]) -> dict[str, Any]:
+            return evaluate(strategy_chunks(name, eval_set, options), eval_set, question_vectors, k)
+
+        applicable = [n for n in chosen if _applies(n, eval_set)]
+        loco_report = run_loco(applicable, evaluate_setting, list(eval_set.corpora), tick)
     targets: dict[str, Any] = {}
     if baselines:
         try:
@@ -537,6 +678,10 @@ def run_quality(
             skipped["baselines"] = f"ImportError: {exc} (pip install 'streams[bench]')"
     if progress:
         progress("done", total, total)
+    for result in results:
+        worst = worst_corpus(result)
+        if worst is not None:
+            result["worst_corpus"] = {"corpus": worst[0], **worst[1]}
     return {
         "questions": len(eval_set.questions),
         "k": k,
@@ -546,6 +691,7 @@ def run_quality(
         "reference_mismatches": eval_set.reference_mismatches,
         "skipped": skipped,
         "targets": targets,
+        "loco": loco_report,
         "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
         "embed_model": get_embedder().model_name,
     }

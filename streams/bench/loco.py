@@ -1,0 +1,86 @@
+"""Leave one corpus out: every choice of a strategy's options is made on the other corpora and scored on
+the one left out, so the figure for a corpus says how the strategy does on documents it was not tuned on.
+
+Each setting of a small grid chunks the whole pool (one retrieval pool, as in `bench quality`); for each
+corpus the setting with the best mean IoU over the *other* corpora (recall breaks ties) is chosen, and
+that setting's score on the held-out corpus is reported. The worst held-out corpus comes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+#: Options tried per strategy: the defaults first, then one step either way on the options that move
+#: boundaries and size. Small on purpose: each setting embeds the whole pool's chunks once.
+GRIDS: dict[str, list[dict[str, Any]]] = {
+    "cluster": [{}, {"threshold": 0.7}, {"threshold": 0.8}, {"max_tokens": 150}],
+    "semantic": [{}, {"threshold_amount": 85}, {"threshold_amount": 90}, {"max_tokens": 300}],
+    "window": [{}, {"chunk_size_words": 150, "chunk_overlap_words": 30}],
+    "section": [{}, {"min_tokens": 150, "max_tokens": 300}],
+}
+
+
+def choose(scored: Sequence[tuple[dict[str, Any], dict[str, Any]]], others: Sequence[str]) -> int:
+    """Index of the setting with the best mean IoU over `others` (then mean recall)."""
+
+    def fit(index: int) -> tuple[float, float]:
+        per = scored[index][1]["per_corpus"]
+        present = [c for c in others if c in per]
+        if not present:
+            return (0.0, 0.0)
+        return (float(np.mean([per[c]["iou"] for c in present])), float(np.mean([per[c]["recall"] for c in present])))
+
+    return max(range(len(scored)), key=fit)
+
+
+def held_out(scored: Sequence[tuple[dict[str, Any], dict[str, Any]]], corpora: Sequence[str]) -> dict[str, Any]:
+    """Per corpus: the setting chosen without it, and that setting's score on it; worst first."""
+    rows: dict[str, Any] = {}
+    for cid in corpora:
+        index = choose(scored, [c for c in corpora if c != cid])
+        options, result = scored[index]
+        if cid in result["per_corpus"]:
+            rows[cid] = {"options": options, **result["per_corpus"][cid]}
+    ordered = dict(sorted(rows.items(), key=lambda item: (item[1]["recall"], item[1]["iou"])))
+    values = list(ordered.values())
+    summary = {
+        "mean_recall": round(float(np.mean([v["recall"] for v in values])), 4) if values else 0.0,
+        "mean_iou": round(float(np.mean([v["iou"] for v in values])), 4) if values else 0.0,
+        "worst_corpus": next(iter(ordered), None),
+    }
+    return {"held_out": ordered, **summary}
+
+
+def run_loco(
+    names: Sequence[str],
+    evaluate_setting: Callable[[str, dict[str, Any]], dict[str, Any]],
+    corpora: Sequence[str],
+    tick: Callable[[str], None],
+) -> dict[str, Any]:
+    """For each strategy: every grid setting scored on the pool, then the held-out choice per corpus."""
+    report: dict[str, Any] = {}
+    for name in names:
+        scored = []
+        for options in GRIDS.get(name, [{}]):
+            tick(f"{name} {options or 'defaults'}")
+            scored.append((options, evaluate_setting(name, options)))
+        report[name] = {
+            **held_out(scored, corpora),
+            "grid": [
+                {
+                    "options": options,
+                    "recall": result["recall"],
+                    "iou": result["iou"],
+                    "mean_tokens": result["mean_tokens"],
+                    "max_tokens": result["max_tokens"],
+                    "per_corpus": {
+                        c: {"recall": v["recall"], "iou": v["iou"]} for c, v in result["per_corpus"].items()
+                    },
+                }
+                for options, result in scored
+            ],
+        }
+    return report

@@ -1,0 +1,44 @@
+"""Leave-one-corpus-out selection and Chroma's cluster segmentation, on numbers small enough to check by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streams.bench.loco import choose, held_out
+from streams.bench.quality import chroma_segmentation, worst_corpus
+
+
+def result(per: dict[str, tuple[float, float]]) -> dict:
+    return {
+        "per_corpus": {c: {"recall": r, "iou": i, "mean_tokens": 100, "max_tokens": 200} for c, (r, i) in per.items()}
+    }
+
+
+def test_the_setting_for_a_corpus_is_chosen_without_it() -> None:
+    # setting B is best on "a" only; A is best on "b" and "c"
+    scored = [
+        ({"x": "A"}, result({"a": (0.5, 0.01), "b": (0.9, 0.09), "c": (0.9, 0.08)})),
+        ({"x": "B"}, result({"a": (0.9, 0.20), "b": (0.8, 0.05), "c": (0.8, 0.05)})),
+    ]
+    assert choose(scored, ["b", "c"]) == 0  # held-out "a" gets A, although B would score better on it
+    report = held_out(scored, ["a", "b", "c"])
+    assert report["held_out"]["a"]["options"] == {"x": "A"} and report["held_out"]["a"]["recall"] == 0.5
+    # for "b": mean IoU over a, c is A (0.01+0.08)/2=0.045 vs B (0.20+0.05)/2=0.125 -> B
+    assert report["held_out"]["b"]["options"] == {"x": "B"}
+    assert report["worst_corpus"] == "a" and next(iter(report["held_out"])) == "a"
+
+
+def test_worst_corpus_is_the_lowest_recall() -> None:
+    assert worst_corpus(result({"a": (0.8, 0.05), "b": (0.6, 0.09)}))[0] == "b"
+    assert worst_corpus({"per_corpus": {}}) is None
+
+
+def test_chroma_segmentation_keeps_similar_pieces_together_within_the_cap() -> None:
+    topic_a, topic_b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    vectors = np.array([topic_a, topic_a, topic_a, topic_b, topic_b])
+    runs = chroma_segmentation(vectors @ vectors.T, max_cluster=4)
+    assert runs == [(0, 2), (3, 4)]
+    capped = chroma_segmentation(vectors @ vectors.T, max_cluster=2)
+    assert all(last - first + 1 <= 2 for first, last in capped)
+    assert [i for first, last in capped for i in range(first, last + 1)] == list(range(5))
+    assert chroma_segmentation(np.ones((1, 1)), 4) == [(0, 0)]
