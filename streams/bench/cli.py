@@ -60,7 +60,16 @@ def _progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def _emit_json(payload: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(payload, sort_keys=True) + "\n")
+    sys.stdout.write(json.dumps(payload, sort_keys=True, default=_plain) + "\n")
+
+
+def _plain(value: object) -> object:
+    """numpy scalars (a comparison of two numpy floats is a numpy bool) as Python values: a long run must
+    not end in a serialisation error."""
+    item = getattr(value, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 @bench_app.command("chunk")

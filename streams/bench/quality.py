@@ -540,8 +540,8 @@ def _baselines(
     verdict: dict[str, Any] = {
         "best_strategy": best["name"],
         "compared_with": matched["name"],
-        "iou_above": best["iou"] > matched["iou"],
-        "recall_not_lower": best["recall"] >= matched["recall"],
+        "iou_above": bool(best["iou"] > matched["iou"]),
+        "recall_not_lower": bool(best["recall"] >= matched["recall"]),
     }
     verdict["met"] = verdict["iou_above"] and verdict["recall_not_lower"]
     issue23 = _embedding_targets(eval_set, question_vectors, k, results, tick)
@@ -552,7 +552,7 @@ def _not_below(candidate: dict[str, Any], reference: dict[str, Any]) -> dict[str
     """Per corpus: are both recall and IoU at or above the reference's?"""
     ours, theirs = candidate.get("per_corpus", {}), reference.get("per_corpus", {})
     return {
-        cid: ours[cid]["recall"] >= theirs[cid]["recall"] and ours[cid]["iou"] >= theirs[cid]["iou"]
+        cid: bool(ours[cid]["recall"] >= theirs[cid]["recall"] and ours[cid]["iou"] >= theirs[cid]["iou"])
         for cid in ours
         if cid in theirs
     }
@@ -570,11 +570,11 @@ def _embedding_targets(
     if cluster and chroma:
         corpora = _not_below(cluster, chroma)
         targets["cluster_vs_chroma_cluster"] = {
-            "mean_tokens_at_most_100": cluster["mean_tokens"] <= 100,
+            "mean_tokens_at_most_100": bool(cluster["mean_tokens"] <= 100),
             "every_corpus": all(corpora.values()),
             "corpora": corpora,
-            "iou_ratio": round(cluster["iou"] / chroma["iou"], 3) if chroma["iou"] else None,
-            "iou_10pct_above": cluster["iou"] >= 1.1 * chroma["iou"],
+            "iou_ratio": round(float(cluster["iou"] / chroma["iou"]), 3) if chroma["iou"] else None,
+            "iou_10pct_above": bool(cluster["iou"] >= 1.1 * chroma["iou"]),
         }
         t = targets["cluster_vs_chroma_cluster"]
         t["met"] = t["mean_tokens_at_most_100"] and t["every_corpus"] and t["iou_10pct_above"]
