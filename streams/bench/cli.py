@@ -154,6 +154,10 @@ def quality(
         bool,
         typer.Option("--loco", help="Leave one corpus out: options chosen on the other corpora, scored on each."),
     ] = False,
+    contextual: Annotated[
+        bool,
+        typer.Option("--contextual", help="Also score each strategy with its nearest heading prepended for embedding."),
+    ] = False,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
     from streams.bench.quality import CHROMA, run_quality
@@ -168,6 +172,7 @@ def quality(
             corpora=corpora or [CHROMA],
             shared=_quality_corpus(shared, SHARED_CORPORA),
             loco=loco,
+            contextual=contextual,
         )
     if as_json:
         _emit_json(report)

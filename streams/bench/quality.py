@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -452,7 +453,47 @@ def _match_mean(
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.ndarray, k: int) -> dict[str, Any]:
+def heading_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, title) of every line that reads as a heading: a Markdown heading, or a short line that
+    opens a paragraph and does not end like a sentence (PDF and plain-text titles, table captions)."""
+    from streams.core.text import MD_HEADING
+
+    found: list[tuple[int, str]] = []
+    for match in re.finditer(r"(?m)^[^\n]+$", text):
+        line = match.group(0).strip()
+        heading = MD_HEADING.match(line)
+        if heading:
+            found.append((match.start(), heading["title"]))
+            continue
+        opens = match.start() == 0 or text[max(0, match.start() - 2) : match.start()] == "\n\n"
+        words = line.split()
+        if opens and 2 <= len(words) <= 12 and not line.endswith((".", ",", ";", ":")) and re.search(r"[A-Za-z]", line):
+            found.append((match.start(), line))
+    return found
+
+
+def with_heading(chunks: Sequence[Chunk], eval_set: EvalSet) -> list[str]:
+    """Each chunk's text to embed with the nearest heading at or before its start prepended (the plain
+    text and range are what is scored and returned)."""
+    from bisect import bisect_right
+
+    headings = {cid: heading_lines(text) for cid, text in eval_set.corpora.items()}
+    starts = {cid: [h[0] for h in found] for cid, found in headings.items()}
+    texts = []
+    for chunk in chunks:
+        index = bisect_right(starts[chunk.corpus_id], chunk.start) - 1
+        title = headings[chunk.corpus_id][index][1] if index >= 0 else ""
+        texts.append(f"{title}\n{chunk.text}" if title and not chunk.text.lstrip().startswith(title) else chunk.text)
+    return texts
+
+
+def evaluate(
+    chunks: Sequence[Chunk],
+    eval_set: EvalSet,
+    question_vectors: np.ndarray,
+    k: int,
+    embed_texts: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores; per
     corpus too, with that corpus's own chunk sizes beside its scores."""
     from streams.core.tokenizers import get_tokenizer
@@ -462,7 +503,7 @@ def evaluate(chunks: Sequence[Chunk], eval_set: EvalSet, question_vectors: np.nd
         raise BenchError("no chunks to evaluate")
     counts = get_tokenizer().count_many([c.text for c in chunks])
     embedder = get_embedder()
-    vectors = embedder.encode([c.text for c in chunks])
+    vectors = embedder.encode(list(embed_texts) if embed_texts is not None else [c.text for c in chunks])
     similarity = question_vectors @ vectors.T
     top = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
     pairs = zip(top, eval_set.questions, strict=True)
@@ -607,6 +648,7 @@ def run_quality(
     corpora: Sequence[str] = (CHROMA,),
     shared: Path | None = None,
     loco: bool = False,
+    contextual: bool = False,
 ) -> dict[str, Any]:
     """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
@@ -659,6 +701,9 @@ def run_quality(
         try:
             chunks = strategy_chunks(name, eval_set)
             results.append({"name": name, "kind": "strategy", **evaluate(chunks, eval_set, question_vectors, k)})
+            if contextual:
+                scored = evaluate(chunks, eval_set, question_vectors, k, with_heading(chunks, eval_set))
+                results.append({"name": f"{name}+heading", "kind": "contextual", **scored})
         except Exception as exc:  # one failing strategy must not lose the table; it is reported
             skipped[name] = f"{type(exc).__name__}: {exc}"
     loco_report: dict[str, Any] = {}

@@ -42,3 +42,18 @@ def test_chroma_segmentation_keeps_similar_pieces_together_within_the_cap() -> N
     assert all(last - first + 1 <= 2 for first, last in capped)
     assert [i for first, last in capped for i in range(first, last + 1)] == list(range(5))
     assert chroma_segmentation(np.ones((1, 1)), 4) == [(0, 0)]
+
+
+def test_the_nearest_heading_is_prepended_for_embedding_only() -> None:
+    from streams.bench.quality import Chunk, EvalSet, heading_lines, with_heading
+
+    text = "# Fees\n\nThe fee is 40 dollars.\n\nQuarterly Results Table\nNet sales\n3,909\n\nA closing sentence here."
+    assert [t for _, t in heading_lines(text)] == ["Fees", "Quarterly Results Table"]
+    eval_set = EvalSet({"c": text}, {}, [])
+    fee = text.index("The fee")
+    sales = text.index("Net sales")
+    chunks = [Chunk("c", fee, fee + 22, text[fee : fee + 22]), Chunk("c", sales, sales + 15, text[sales : sales + 15])]
+    assert with_heading(chunks, eval_set) == [
+        "Fees\nThe fee is 40 dollars.",
+        "Quarterly Results Table\nNet sales\n3,909",
+    ]
