@@ -16,7 +16,14 @@ import numpy as np
 #: Options tried per strategy: the defaults first, then one step either way on the options that move
 #: boundaries and size. Small on purpose: each setting embeds the whole pool's chunks once.
 GRIDS: dict[str, list[dict[str, Any]]] = {
-    "cluster": [{}, {"threshold": 0.7}, {"threshold": 0.8}, {"max_tokens": 150}],
+    "cluster": [
+        {},
+        {"threshold": 0.7},
+        {"threshold": 0.8},
+        {"max_tokens": 150},
+        {"segmentation": "optimal"},
+        {"segmentation": "optimal", "max_tokens": 150},
+    ],
     "semantic": [{}, {"threshold_amount": 85}, {"threshold_amount": 90}, {"max_tokens": 300}],
     "window": [{}, {"chunk_size_words": 150, "chunk_overlap_words": 30}],
     "section": [{}, {"min_tokens": 150, "max_tokens": 300}],

@@ -198,6 +198,11 @@ class ClusterOptions(StrategyOptions):
     threshold: float = Field(0.75, ge=-1.0, le=1.0, description="cosine similarity a sentence needs to join")
     min_tokens: int = Field(50, ge=0, le=100_000, description="smaller clusters join a neighbour")
     max_tokens: int = Field(200, ge=8, le=100_000, description="larger clusters are split")
+    segmentation: Literal["threshold", "optimal"] = Field(
+        "threshold",
+        description="threshold: grow a cluster while the next sentence's mean similarity holds; optimal: the "
+        "split into runs of at most max_tokens that maximises similarity inside runs (threshold unused)",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ClusterOptions:

@@ -348,13 +348,25 @@ class ClusterChunker(_SentenceEmbeddingChunker):
         max_tokens: int = 200,
         embedder: Embedder | None = None,
         model_path: str | None = None,
+        segmentation: str = "threshold",
     ) -> None:
         super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
         if not -1.0 <= threshold <= 1.0:
             raise ValueError("threshold is a cosine similarity in [-1, 1]")
+        if segmentation not in ("threshold", "optimal"):
+            raise ValueError("segmentation is threshold or optimal")
         self.threshold_amount = float(threshold)
+        self.segmentation = segmentation
+        self._unit_tokens: list[int] = []
+
+    def sentence_units(self, text: str) -> list[Span]:
+        units = super().sentence_units(text)
+        self._unit_tokens = _count_many(self.tokenizer, [text[s:e] for s, e in units])
+        return units
 
     def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
+        if self.segmentation == "optimal":
+            return optimal_groups(vectors, self._unit_tokens, self.max_tokens)
         groups: list[_Group] = []
         first = 0
         total = vectors[0].astype(np.float64).copy()
@@ -367,6 +379,55 @@ class ClusterChunker(_SentenceEmbeddingChunker):
             first, total = j, vectors[j].astype(np.float64).copy()
         groups.append(_Group(first, len(units) - 1, "end_of_document"))
         return groups, self.threshold_amount
+
+
+def optimal_groups(vectors: np.ndarray, tokens: Sequence[int], max_tokens: int) -> tuple[list[_Group], float]:
+    """The split of the sentences into runs of at most `max_tokens` (by the sum of their counts) that
+    maximises the summed pairwise similarity inside runs, less the document's mean similarity per pair
+    (the dynamic programme of Chroma's ClusterSemanticChunker, over sentences instead of 50-token pieces,
+    with a budget in tokens instead of in pieces). Similarities are rounded like every other comparison
+    here, and a tie keeps the shorter run, so the split is the same for the same vectors."""
+    n = len(tokens)
+    if n == 0:
+        return [], 0.0
+    unit = vectors.astype(np.float64)
+    total = unit.sum(axis=0)
+    squares = float(np.einsum("ij,ij->", unit, unit))
+    mean = (float(total @ total) - squares) / (n * (n - 1)) if n > 1 else 0.0
+    mean = round(mean, ROUND)
+    # The longest run the budget allows, then each unit's similarities to the units after it within that
+    # band, summed as it grows: a run's reward is then one addition per unit that joins it.
+    width, used, a = 1, 0, 0
+    for i in range(n):
+        used += tokens[i]
+        while used > max_tokens and a < i:
+            used -= tokens[a]
+            a += 1
+        width = max(width, i - a + 1)
+    band = np.zeros((n, width))
+    for a in range(n - 1):
+        stop = min(n, a + width)
+        band[a, 1 : stop - a] = np.cumsum(_round(unit[a + 1 : stop] @ unit[a]) - mean)
+    best = np.full(n, -np.inf)
+    start_of = np.zeros(n, dtype=int)
+    for i in range(n):
+        reward, used = 0.0, 0
+        for a in range(i, -1, -1):
+            used += tokens[a]
+            if used > max_tokens and a < i:
+                break
+            reward += 2.0 * band[a, i - a]  # unit a joins the run a..i: its pairs with a+1..i, both halves
+            candidate = reward + (best[a - 1] if a > 0 else 0.0)
+            if candidate > best[i]:
+                best[i], start_of[i] = candidate, a
+    groups: list[_Group] = []
+    i = n - 1
+    while i >= 0:
+        groups.append(_Group(int(start_of[i]), i, "optimal"))
+        i = int(start_of[i]) - 1
+    groups.reverse()
+    groups[-1].reason = "end_of_document"
+    return groups, mean
 
 
 # --- helpers ------------------------------------------------------------------------------------

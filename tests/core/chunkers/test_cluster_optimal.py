@@ -1,0 +1,67 @@
+"""`cluster` with segmentation=optimal: the dynamic programme finds the best split, within the token budget."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from streams.core.chunkers.semantic import ROUND, optimal_groups
+
+
+def brute_force(vectors: np.ndarray, tokens: list[int], max_tokens: int) -> float:
+    n = len(tokens)
+    unit = vectors.astype(np.float64)
+    total = unit.sum(axis=0)
+    mean = round((float(total @ total) - float((unit * unit).sum())) / (n * (n - 1)), ROUND)
+    best = -np.inf
+    for cuts in itertools.product([False, True], repeat=n - 1):
+        runs, start = [], 0
+        for i, cut in enumerate(cuts, start=1):
+            if cut:
+                runs.append((start, i - 1))
+                start = i
+        runs.append((start, n - 1))
+        if any(sum(tokens[a : b + 1]) > max_tokens and a < b for a, b in runs):
+            continue
+        reward = 0.0
+        for a, b in runs:
+            for p, q in itertools.combinations(range(a, b + 1), 2):
+                reward += 2 * (round(float(unit[p] @ unit[q]), ROUND) - mean)
+        best = max(best, reward)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_split_is_the_best_one_within_the_budget(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 9))
+    vectors = rng.normal(size=(n, 6))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    tokens = [int(t) for t in rng.integers(5, 40, size=n)]
+    groups, mean = optimal_groups(vectors, tokens, 60)
+    assert [i for g in groups for i in range(g.first, g.last + 1)] == list(range(n))
+    assert all(sum(tokens[g.first : g.last + 1]) <= 60 or g.first == g.last for g in groups)
+    unit = vectors.astype(np.float64)
+    found = sum(
+        2 * (round(float(unit[p] @ unit[q]), ROUND) - mean)
+        for g in groups
+        for p, q in itertools.combinations(range(g.first, g.last + 1), 2)
+    )
+    assert found == pytest.approx(brute_force(vectors, tokens, 60))
+
+
+def test_two_topics_split_where_they_meet() -> None:
+    a, b = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    groups, _ = optimal_groups(np.array([a, a, a, b, b, b]), [10] * 6, 200)
+    assert [(g.first, g.last) for g in groups] == [(0, 2), (3, 5)]
+
+
+def test_an_option_of_the_strategy() -> None:
+    from streams.core.options import OptionsError, make_options
+
+    assert make_options("cluster", {"segmentation": "optimal"}).lineage_tag()
+    assert make_options("cluster", {}).segmentation == "threshold"
+    with pytest.raises(OptionsError):
+        make_options("cluster", {"segmentation": "dp"})
