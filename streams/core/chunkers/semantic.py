@@ -10,6 +10,7 @@ comparison so tiny float differences between batchings cannot move a boundary in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -113,10 +114,10 @@ class _SentenceEmbeddingChunker(Chunker):
             # piece fits on the text it carries.
             parts = -(-tokens // self.max_tokens)
             limit = min(self.max_tokens, -(-tokens // parts) + 1)
-            pieces = _hard_split(self.tokenizer, text, span, limit)
+            pieces = _row_split(self.tokenizer, text, span, limit) or _hard_split(self.tokenizer, text, span, limit)
             while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.max_tokens for a, b in pieces):
                 limit -= max(1, limit // 50)
-                pieces = _hard_split(self.tokenizer, text, span, limit)
+                pieces = _row_split(self.tokenizer, text, span, limit) or _hard_split(self.tokenizer, text, span, limit)
             units.extend(self._no_crumb_tail(text, pieces))
         return units
 
@@ -271,7 +272,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.2.2"
+    version = "1.2.3"
     strategy_label = "semantic_percentile"
 
     def __init__(
@@ -335,7 +336,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.2.2"
+    version = "1.2.3"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True
@@ -451,6 +452,42 @@ class _RangeCounter:
 def _count_many(tokenizer: Tokenizer, texts: list[str]) -> list[int]:
     many = getattr(tokenizer, "count_many", None)
     return list(many(texts)) if many else [tokenizer.count(t) for t in texts]
+
+
+_LINE = re.compile(r"[^\n]+")
+_LABEL = re.compile(r"[A-Za-z]{2}")
+#: A run this many lines or more, whose median line is this short, is a table laid out one cell per line.
+ROW_LINES, CELL_CHARS = 8, 40
+
+
+def _row_split(tokenizer: Tokenizer, text: str, span: Span, limit: int) -> list[Span] | None:
+    """A table that PDF extraction laid out one cell per line (a label line, then its values) reads as
+    one endless sentence; cut it between lines, at the start of a row (a label after a value) when one
+    falls in the second half of the piece, so a row keeps its label with its numbers. None for text that
+    is not laid out that way (the caller cuts by tokens)."""
+    lines = [
+        (m.start() + len(m[0]) - len(m[0].lstrip()), m.end() - len(m[0]) + len(m[0].rstrip()))
+        for m in _LINE.finditer(text, span[0], span[1])
+        if m[0].strip()
+    ]
+    if len(lines) < ROW_LINES or sorted(b - a for a, b in lines)[len(lines) // 2] > CELL_CHARS:
+        return None
+    counts = [n + 1 for n in _count_many(tokenizer, [text[a:b] for a, b in lines])]  # + the line break
+    if max(counts) > limit:
+        return None
+    labels = [bool(_LABEL.search(text[a:b])) for a, b in lines]
+    pieces: list[Span] = []
+    first, used, row = 0, 0, -1
+    for i, n in enumerate(counts):
+        if i > first and used + n > limit:
+            cut = row if row > first and sum(counts[first:row]) * 2 >= limit else i
+            pieces.append((lines[first][0], lines[cut - 1][1]))
+            first, used = cut, sum(counts[cut:i])
+        if i > first and labels[i] and not labels[i - 1]:
+            row = i
+        used += n
+    pieces.append((lines[first][0], lines[-1][1]))
+    return pieces
 
 
 def _hard_split(tokenizer: Tokenizer, text: str, span: Span, max_tokens: int) -> list[Span]:

@@ -65,3 +65,21 @@ def test_an_option_of_the_strategy() -> None:
     assert make_options("cluster", {}).segmentation == "threshold"
     with pytest.raises(OptionsError):
         make_options("cluster", {"segmentation": "dp"})
+
+
+def test_a_table_laid_out_one_cell_per_line_is_cut_between_rows() -> None:
+    from streams.core.chunkers.semantic import _row_split
+    from streams.core.tokenizers import get_tokenizer
+
+    rows = [("Net sales", "3,909", "3,673"), ("Cost of sales", "(3,115)", "(2,951)"), ("Gross profit", "794", "722")]
+    text = "Statement of income\n" + "\n".join("\n".join(row) for row in rows * 6)
+    tokenizer = get_tokenizer()
+    pieces = _row_split(tokenizer, text, (0, len(text)), 40)
+    assert pieces and len(pieces) > 1
+    for a, b in pieces[1:]:
+        assert text[a:b].split("\n")[0] in {"Net sales", "Cost of sales", "Gross profit"}  # a row's label first
+    for a, b in pieces:
+        assert tokenizer.count(text[a:b]) <= 40
+    assert "".join(text[a:b] for a, b in pieces).replace("\n", "") == text.replace("\n", "")
+    prose = "A sentence that runs on " * 40
+    assert _row_split(tokenizer, prose, (0, len(prose)), 40) is None
