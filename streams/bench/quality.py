@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +95,7 @@ class Chunk:
     start: int
     end: int
     text: str
+    embed: str | None = None  # what the vector sink would embed, when it is not the text alone
 
 
 def score_question(retrieved: Sequence[Chunk], question: Question) -> tuple[float, float, float]:
@@ -259,16 +259,21 @@ def _document(eval_set: EvalSet, corpus_id: str) -> Any:
 
 def strategy_chunks(name: str, eval_set: EvalSet, overrides: dict[str, Any] | None = None) -> list[Chunk]:
     """A strategy's drafts; the range is the draft's own (clipped to the corpus, whose stream has a
-    trailing page separator), the embedded text is the draft's text."""
+    trailing page separator), the embedded text what the vector sink would embed (its heading too, for
+    the strategies in STREAMS_EMBED_CONTEXT)."""
     from streams.bench import bench_chunker
+    from streams.core.records import embedding_text
+    from streams.settings import load_settings
 
     chunker = bench_chunker(name, overrides=overrides)
+    contextual = name in load_settings().embed_context  # embed what the vector sink embeds
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
         for draft in chunker.chunk(_document(eval_set, cid)):
             start, end = max(0, draft.char_start), min(len(text), draft.char_end)
             if end > start and draft.text.strip():
-                chunks.append(Chunk(cid, start, end, draft.text))
+                embed = embedding_text(draft.text, draft.section_path) if contextual else None
+                chunks.append(Chunk(cid, start, end, draft.text, embed if embed != draft.text else None))
     return chunks
 
 
@@ -453,38 +458,14 @@ def _match_mean(
 # --- scoring -------------------------------------------------------------------------------------
 
 
-def heading_lines(text: str) -> list[tuple[int, str]]:
-    """(offset, title) of every line that reads as a heading: a Markdown heading, or a short line that
-    opens a paragraph and does not end like a sentence (PDF and plain-text titles, table captions)."""
-    from streams.core.text import MD_HEADING
-
-    found: list[tuple[int, str]] = []
-    for match in re.finditer(r"(?m)^[^\n]+$", text):
-        line = match.group(0).strip()
-        heading = MD_HEADING.match(line)
-        if heading:
-            found.append((match.start(), heading["title"]))
-            continue
-        opens = match.start() == 0 or text[max(0, match.start() - 2) : match.start()] == "\n\n"
-        words = line.split()
-        if opens and 2 <= len(words) <= 12 and not line.endswith((".", ",", ";", ":")) and re.search(r"[A-Za-z]", line):
-            found.append((match.start(), line))
-    return found
-
-
 def with_heading(chunks: Sequence[Chunk], eval_set: EvalSet) -> list[str]:
     """Each chunk's text to embed with the nearest heading at or before its start prepended (the plain
     text and range are what is scored and returned)."""
-    from bisect import bisect_right
+    from streams.core.records import embedding_text
+    from streams.core.text import heading_lines, nearest_heading
 
     headings = {cid: heading_lines(text) for cid, text in eval_set.corpora.items()}
-    starts = {cid: [h[0] for h in found] for cid, found in headings.items()}
-    texts = []
-    for chunk in chunks:
-        index = bisect_right(starts[chunk.corpus_id], chunk.start) - 1
-        title = headings[chunk.corpus_id][index][1] if index >= 0 else ""
-        texts.append(f"{title}\n{chunk.text}" if title and not chunk.text.lstrip().startswith(title) else chunk.text)
-    return texts
+    return [embedding_text(c.text, [nearest_heading(headings[c.corpus_id], c.start)]) for c in chunks]
 
 
 def evaluate(
@@ -503,7 +484,8 @@ def evaluate(
         raise BenchError("no chunks to evaluate")
     counts = get_tokenizer().count_many([c.text for c in chunks])
     embedder = get_embedder()
-    vectors = embedder.encode(list(embed_texts) if embed_texts is not None else [c.text for c in chunks])
+    texts = list(embed_texts) if embed_texts is not None else [c.embed or c.text for c in chunks]
+    vectors = embedder.encode(texts)
     similarity = question_vectors @ vectors.T
     top = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
     pairs = zip(top, eval_set.questions, strict=True)
@@ -532,7 +514,7 @@ def evaluate(
         "max_tokens": max(counts),
         "chunks": len(chunks),
         # past the model's word-piece limit: embedded truncated or as windows (STREAMS_EMBED_LONG_CHUNKS)
-        "long_chunks": embedder.count_long([c.text for c in chunks]),
+        "long_chunks": embedder.count_long(texts),
         "long_chunks_mode": embedder.long_texts,
         "per_corpus": per_corpus,
     }

@@ -31,6 +31,13 @@ def content_hash(text: str, normalized: str | None = None) -> str:
     return _digest(normalized_text(text) if normalized is None else normalized)
 
 
+def embedding_text(text: str, section_path: Sequence[str]) -> str:
+    """What is embedded for a chunk whose vector carries its context: its nearest heading, then its text
+    (the heading once: not again when the text opens with it). The record keeps the plain text."""
+    heading = section_path[-1] if section_path else ""
+    return f"{heading}\n{text}" if heading and not text.lstrip().startswith(heading) else text
+
+
 def chunk_id(
     doc_id: str,
     strategy: str,

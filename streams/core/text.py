@@ -8,6 +8,7 @@ more than one chunker reads text with live here too, so they cannot drift apart.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 Span = tuple[int, int]
@@ -311,3 +312,30 @@ def pack_units_exact(
             out.append(rest[:size])
             rest = rest[size:]
     return out
+
+
+def heading_lines(text: str) -> list[tuple[int, str]]:
+    """(offset, title) of every line that reads as a heading: a Markdown heading, or a short line that
+    opens a paragraph and does not end like a sentence (PDF and plain-text titles, table captions)."""
+    found: list[tuple[int, str]] = []
+    for match in _ANY_LINE.finditer(text):
+        line = match.group(0).strip()
+        heading = MD_HEADING.match(line)
+        if heading:
+            found.append((match.start(), heading["title"]))
+            continue
+        opens = match.start() == 0 or text[max(0, match.start() - 2) : match.start()] == "\n\n"
+        words = line.split()
+        if opens and 2 <= len(words) <= 12 and not line.endswith((".", ",", ";", ":")) and _A_LETTER.search(line):
+            found.append((match.start(), line))
+    return found
+
+
+def nearest_heading(headings: Sequence[tuple[int, str]], position: int) -> str:
+    """The title of the last heading at or before `position` ("" when there is none)."""
+    index = bisect_right(headings, (position, "\uffff")) - 1
+    return headings[index][1] if index >= 0 else ""
+
+
+_ANY_LINE = re.compile(r"(?m)^[^\n]+$")
+_A_LETTER = re.compile(r"[A-Za-z]")

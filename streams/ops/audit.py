@@ -413,6 +413,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
                     settings.data_dir / "vector-sink" / "state.sqlite",
                     embedder=embedder_for(settings),  # loads nothing until asked to encode
                     delete_superseded=settings.delete_superseded_vectors,
+                    context_strategies=settings.embed_context,
                 )
             )
         else:

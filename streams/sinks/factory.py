@@ -43,5 +43,6 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
             settings.data_dir / "vector-sink" / "state.sqlite",
             embedder=embedder,
             delete_superseded=settings.delete_superseded_vectors,
+            context_strategies=settings.embed_context,
         )
     raise ValueError(f"unknown sink {kind!r}: use mongo or vectors")

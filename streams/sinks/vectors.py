@@ -13,11 +13,12 @@ import logging
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.core.records import content_hash, embedding_text
 from streams.runtime.metrics import EMBED_BATCH, LONG_CHUNKS
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
 
@@ -71,22 +72,39 @@ class VectorSink:
     name = "vectors"
     holds_tables = False
 
-    def __init__(self, target: VectorTarget, state_path: Path, embedder=None, delete_superseded: bool = False):
+    def __init__(
+        self,
+        target: VectorTarget,
+        state_path: Path,
+        embedder=None,
+        delete_superseded: bool = False,
+        context_strategies: Collection[str] = (),
+    ):
         from streams.embedstore import get_embedder
 
         self.target = target
         self.embedder = embedder or get_embedder()
         self.state = LocalState(state_path)
         self.delete_superseded = delete_superseded
+        self.context_strategies = frozenset(context_strategies)
         self.stats = VectorStats()
+
+    def embedded_text(self, record: ChunkRecord) -> str:
+        """The text whose vector stands for the record: with its heading for the context strategies."""
+        if record.strategy in self.context_strategies:
+            return embedding_text(record.text, record.section_path)
+        return record.text
 
     def write_chunks(self, records: Sequence[ChunkRecord]) -> int:
         wanted = [r for r in records if not is_table(r)]
         self.stats.skipped_tables += len(records) - len(wanted)
         if not wanted:
             return 0
-        texts = {r.content_hash: r.text for r in wanted}
-        self._count_long(wanted, texts)
+        # Keyed by what is embedded: the embedder's caches key on that text's hash, so a chunk whose
+        # text (and heading, where it counts) did not change is never embedded again.
+        embedded_as = {r.chunk_id: self.embedded_text(r) for r in wanted}
+        texts = {content_hash(t): t for t in embedded_as.values()}
+        self._count_long(wanted, texts, embedded_as)
         before = self.embedder.stats.misses
         started = time.perf_counter()
         known = dict(zip(texts, self.embedder.encode(list(texts.values())), strict=True))
@@ -104,7 +122,7 @@ class VectorSink:
             rows.append(
                 VectorRow(
                     chunk_id=r.chunk_id,
-                    values=[float(x) for x in known[r.content_hash]],
+                    values=[float(x) for x in known[content_hash(embedded_as[r.chunk_id])]],
                     doc_id=r.doc_id,
                     strategy=r.strategy,
                     section_type=section_type(r),
@@ -119,7 +137,7 @@ class VectorSink:
         self.stats.upserted += len(rows)
         return len(rows)
 
-    def _count_long(self, records: Sequence[ChunkRecord], texts: dict[str, str]) -> None:
+    def _count_long(self, records: Sequence[ChunkRecord], texts: dict[str, str], embedded_as: dict[str, str]) -> None:
         """Chunks the model cannot read whole: a metric per strategy and one log line per document."""
         limit = self.embedder.max_pieces
         lengths = dict(zip(texts, self.embedder.token_lengths(list(texts.values())), strict=True))
@@ -128,7 +146,7 @@ class VectorSink:
         for r in records:
             key = (r.doc_id, r.strategy, r.amendment_number)
             totals[key] += 1
-            if lengths[r.content_hash] > limit:
+            if lengths[content_hash(embedded_as[r.chunk_id])] > limit:
                 per_doc[key] += 1
         how = "as the mean of windows" if self.embedder.long_texts == "mean" else "truncated"
         for (doc_id, strategy, amendment), count in sorted(per_doc.items()):

@@ -45,7 +45,8 @@ def test_chroma_segmentation_keeps_similar_pieces_together_within_the_cap() -> N
 
 
 def test_the_nearest_heading_is_prepended_for_embedding_only() -> None:
-    from streams.bench.quality import Chunk, EvalSet, heading_lines, with_heading
+    from streams.bench.quality import Chunk, EvalSet, with_heading
+    from streams.core.text import heading_lines
 
     text = "# Fees\n\nThe fee is 40 dollars.\n\nQuarterly Results Table\nNet sales\n3,909\n\nA closing sentence here."
     assert [t for _, t in heading_lines(text)] == ["Fees", "Quarterly Results Table"]

@@ -163,3 +163,31 @@ def test_chunks_past_the_model_limit_are_counted_and_logged(target, tmp_path: Pa
         f"doc (amendment 0, section): 1 of {len(records)} chunks longer than the embedding model's 256 word pieces, "
         "embedded truncated"
     ]
+
+
+def test_context_strategies_embed_the_heading_with_the_text(tmp_path: Path) -> None:
+    """A context strategy's vector is of its heading and text; others embed the text alone; the stored
+    record keeps the plain text, and a chunk whose heading changed is embedded again."""
+    records = _records(0, SECTIONS_V0)
+    text_chunk = next(r for r in records if r.content_type != "table" and r.section_path)
+    body = text_chunk.text.split("\n\n", 1)[1]  # a semantic chunk of the section's prose, below its heading
+    as_semantic = text_chunk.model_copy(
+        update={"strategy": "semantic", "chunk_id": "semantic-1", "text": body, "section_path": ["Work to be done"]}
+    )
+    embedder = HashEmbedder()
+    sink = VectorSink(
+        LanceTarget(tmp_path / "lance"), tmp_path / "state.sqlite", embedder=embedder, context_strategies=["semantic"]
+    )
+    sink.write_chunks([text_chunk, as_semantic])
+    heading = "Work to be done"
+    assert text_chunk.text in embedder.encoded  # the section strategy: its text alone
+    assert f"{heading}\n{as_semantic.text}" in embedder.encoded  # the context strategy: heading first
+    assert sink.embedded_text(text_chunk) == text_chunk.text  # a text that opens with its heading: once
+    hit = sink.target.query(embedder.encode([f"{heading}\n{as_semantic.text}"])[0], 1, "semantic")[0]
+    assert hit.chunk_id == "semantic-1" and hit.score > 0.999
+    embedder.encoded.clear()
+    sink.write_chunks([as_semantic])  # unchanged: not embedded again
+    assert embedder.encoded == []
+    moved = as_semantic.model_copy(update={"section_path": ["Another heading"]})
+    sink.write_chunks([moved])
+    assert embedder.encoded == [f"Another heading\n{as_semantic.text}"]

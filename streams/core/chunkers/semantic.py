@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -26,6 +26,8 @@ from streams.core.text import (
     Span,
     block_sentence_spans,
     crosses_line_break,
+    heading_lines,
+    nearest_heading,
     pack_units_exact,
     split_span_by_tokens,
 )
@@ -55,6 +57,9 @@ class _SentenceEmbeddingChunker(Chunker):
     # Small groups prefer a neighbour on their side of a line break (same paragraph or list item, not
     # across a heading) before the more similar one.
     merge_within_blocks: ClassVar[bool] = False
+    # The nearest heading before a chunk as its section path: the vector sink embeds it with the text
+    # where that retrieves better (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, session 13).
+    heading_context: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -98,7 +103,13 @@ class _SentenceEmbeddingChunker(Chunker):
         groups, threshold = self.group(vectors, units)
         groups = self._split_oversized(groups, units, counter)
         groups = self._fill(self._merge_small(groups, units, vectors, counter), units, counter)
-        return [self._draft(text, units, vectors, g, threshold) for g in groups]
+        drafts = [self._draft(text, units, vectors, g, threshold) for g in groups]
+        if self.heading_context:
+            headings = heading_lines(text)
+            drafts = [
+                replace(d, section_path=(h,)) if (h := nearest_heading(headings, d.char_start)) else d for d in drafts
+            ]
+        return drafts
 
     def sentence_units(self, text: str) -> list[Span]:
         """Sentences, each at most max_tokens (over-long runs hard-split by tokens)."""
@@ -272,7 +283,8 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.2.3"
+    version = "1.3.0"
+    heading_context = True
     strategy_label = "semantic_percentile"
 
     def __init__(
