@@ -154,27 +154,12 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
 def _browser_timings(base: str, results: dict[str, Any], rounds: int) -> str:
     """Navigation timing of the two-strategy view in headless chromium (when installed): the page as a
     person gets it, parsed and laid out, not only served. Returns why it was skipped, or ""."""
-    import shutil
+    from streams.ui.browser import headless_chromium
 
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver_path):
-        return "no chromium/chromedriver: browser timings skipped"
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        driver = headless_chromium()
+    except FileNotFoundError as exc:
+        return f"{exc}: browser timings skipped"
     try:
         for row in results.values():
             loads = []

@@ -60,7 +60,11 @@ def test_every_strategy_declares_options_with_seed_defaults() -> None:
         ("semantic", {"breakpoint_type": "median"}, "one of percentile, standard_deviation, interquartile, gradient"),
         ("semantic", {"threshold_amount": 120}, "(allowed: 0..100)"),
         ("cluster", {"threshold": 1.5}, "cluster.threshold=1.5"),
-        ("cluster", {"max_size": 5}, "cluster: unknown option 'max_size' (options: threshold, min_tokens, max_tokens, segmentation)"),
+        (
+            "cluster",
+            {"max_size": 5},
+            "cluster: unknown option 'max_size' (options: threshold, min_tokens, max_tokens, segmentation)",
+        ),
         ("nonsense", {}, "unknown strategy 'nonsense'"),
     ],
 )

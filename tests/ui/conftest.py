@@ -18,6 +18,7 @@ from streams.ingest.files import page_events
 from streams.ops.embedded import free_port
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
 from streams.settings import Settings
+from streams.ui.browser import browser_paths, headless_chromium
 from tests.integration.conftest import pipeline_settings
 
 STRATEGIES = ["window", "section"]
@@ -104,10 +105,6 @@ def served(stack: Stack) -> Iterator[str]:
     thread.join(10)
 
 
-def _browser_paths() -> tuple[str | None, str | None]:
-    return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
-
-
 def _install_browser() -> str:
     """Debian's chromium and its driver, installed when missing (CI starts on a machine without them)."""
     if not shutil.which("apt-get"):
@@ -126,33 +123,13 @@ def _install_browser() -> str:
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """Headless Debian chromium through selenium and chromedriver; installed here when missing."""
-    chromium, driver_path = _browser_paths()
+    chromium, driver_path = browser_paths()
     if not (chromium and driver_path):
         why = _install_browser()
-        chromium, driver_path = _browser_paths()
+        chromium, driver_path = browser_paths()
         if not (chromium and driver_path):
             pytest.skip(f"no browser for the console's browser tests: {why or 'chromium not found after install'}")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-quic",
-        "--window-size=1400,1000",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium')}",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(60)
+    driver = headless_chromium(tmp_path_factory.mktemp("chromium"))
     try:
         yield driver
     finally:
