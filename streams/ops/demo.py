@@ -317,7 +317,7 @@ def print_summary(summary: dict, out: Console, err: Console, kept: Path | None) 
         highlight=False,
     )
     err.print(
-        "console: `streams up` also serves a web console (its address is its third line and `ui` in "
+        "console: `streams up` also serves a web console (the address on its `console:` line, and `ui` in "
         "var/up.json): each document with its chunk boundaries, traces, lag, dead letters, search",
         highlight=False,
     )
