@@ -172,7 +172,7 @@ class Settings(BaseSettings):
     delete_superseded_vectors: bool = False
     #: Strategies whose vectors embed a chunk's heading (its section path's last part) before its text; the
     #: stored text stays plain. Where it retrieves better: docs/benchmarks.md, session 13.
-    embed_context: list[str] = Field(default_factory=lambda: ["semantic"])
+    embed_context: list[str] = Field(default_factory=lambda: ["semantic", "hybrid"])
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
     #: Records a sink takes per poll and writes per batch (`streams sink --batch-size` overrides it).
