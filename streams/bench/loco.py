@@ -24,7 +24,14 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
         {"segmentation": "optimal"},
         {"segmentation": "optimal", "max_tokens": 150},
     ],
-    "semantic": [{}, {"threshold_amount": 85}, {"threshold_amount": 90}, {"max_tokens": 300}],
+    "semantic": [
+        {},
+        {"threshold_amount": 85},
+        {"threshold_amount": 90},
+        {"max_tokens": 300},
+        {"paragraph_weight": 0.0},
+        {"paragraph_weight": 0.05},
+    ],
     "window": [{}, {"chunk_size_words": 150, "chunk_overlap_words": 30}],
     "section": [{}, {"min_tokens": 150, "max_tokens": 300}],
 }

@@ -179,6 +179,9 @@ class SemanticOptions(StrategyOptions):
         description="percentile (0-100) or multiplier for the breakpoint type (default: the type's own)",
     )
     buffer_size: int = Field(1, ge=0, le=32, description="sentences either side averaged into each sentence")
+    paragraph_weight: float = Field(
+        0.15, ge=0.0, le=1.0, description="added to the distance where a blank line separates two sentences"
+    )
     min_tokens: int = Field(100, ge=0, le=100_000, description="smaller groups join a neighbour")
     max_tokens: int = Field(400, ge=8, le=100_000, description="larger groups are split")
 

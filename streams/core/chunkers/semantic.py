@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import ClassVar
 
 import numpy as np
@@ -297,8 +298,11 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         max_tokens: int = 400,
         embedder: Embedder | None = None,
         model_path: str | None = None,
+        paragraph_weight: float = 0.15,
     ) -> None:
         super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
+        self.paragraph_weight = float(paragraph_weight)
+        self._paragraph_breaks = np.zeros(0)
         if breakpoint_type not in BREAKPOINT_DEFAULTS:
             raise ValueError(f"breakpoint_type must be one of {', '.join(BREAKPOINT_DEFAULTS)}")
         self.breakpoint_type = breakpoint_type
@@ -307,13 +311,23 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         )
         self.buffer_size = buffer_size
 
+    def sentence_units(self, text: str) -> list[Span]:
+        units = super().sentence_units(text)
+        # 1.0 where a blank line separates a sentence from the next: a paragraph ends there
+        self._paragraph_breaks = np.array([1.0 if "\n\n" in text[a[1] : b[0]] else 0.0 for a, b in pairwise(units)])
+        return units
+
     def distances(self, vectors: np.ndarray) -> np.ndarray:
         """Rounded cosine distances between neighbours; each sentence is represented by the mean of
-        itself and `buffer_size` sentences either side (LangChain's buffer, without re-embedding)."""
+        itself and `buffer_size` sentences either side (LangChain's buffer, without re-embedding). With a
+        `paragraph_weight`, a paragraph's end counts as that much further apart."""
         if len(vectors) < 2:
             return np.zeros(0)
         window = _window_means(vectors, self.buffer_size)
-        return _round(1.0 - np.einsum("ij,ij->i", window[:-1], window[1:]))
+        distances = _round(1.0 - np.einsum("ij,ij->i", window[:-1], window[1:]))
+        if self.paragraph_weight and len(self._paragraph_breaks) == len(distances):
+            distances = _round(distances + self.paragraph_weight * self._paragraph_breaks)
+        return distances
 
     def threshold(self, distances: np.ndarray) -> tuple[np.ndarray, float]:
         """(scores, threshold): a breakpoint follows sentence i when scores[i] > threshold."""
