@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.embedded_only]  # a restart o
 
 #: Longer than MongoSink's serverSelectionTimeoutMS (10 s), so at least one write fails and is retried.
 OUTAGE_S = 12.0
+MAX_OUTAGE_S = 90.0
 SINK_GROUP = "streams-sink-mongo"
 
 
@@ -61,12 +62,20 @@ def test_store_outage_then_restart_loses_and_duplicates_nothing(tmp_path) -> Non
             publish_pages(live, [p for d in during for p in d])
             collector = Collector(live)
             samples = 0
-            while time.monotonic() - down_at < OUTAGE_S:
+            sink_log_path = live.data_dir / "logs" / "sink-mongo.log"
+            # Down for OUTAGE_S, and until the sink has failed a write: a write that starts more than
+            # OUTAGE_S - 10 s after the stop (chunks still on their way on a loaded machine) would wait out
+            # server selection, see the store back, succeed, and never take the backoff path under test.
+            while time.monotonic() - down_at < OUTAGE_S or (
+                "write failed" not in sink_log_path.read_text(errors="replace")
+                and time.monotonic() - down_at < MAX_OUTAGE_S
+            ):
                 collector.poll(0.5)
                 offsets = chunk_offsets(live)
                 # Not one offset committed past what was stored before the outage.
                 assert {p: c for p, (c, _) in offsets.items()} == {p: c for p, (c, _) in at_outage.items()}
                 samples += 1
+            outage_s = time.monotonic() - down_at
             produced = len(collector.result.records())
             behind = sum(end - committed for committed, end in chunk_offsets(live).values())
             assert produced > len(expected_before) and behind > 0  # chunks of the outage are waiting
@@ -79,12 +88,12 @@ def test_store_outage_then_restart_loses_and_duplicates_nothing(tmp_path) -> Non
             result = collector.wait([(d[0].doc_id, 0) for d in before + during], ["window"], timeout=60, settle=2.0)
             collector.close()
             pipeline.check_workers()
-            sink_log = (live.data_dir / "logs" / "sink-mongo.log").read_text(errors="replace")
+            sink_log = sink_log_path.read_text(errors="replace")
     finally:
         store.stop()
     retries = sink_log.count("write failed")
     print(
-        f"\nstore outage {OUTAGE_S:.0f}s: {len(before) + len(during)} docs, "
+        f"\nstore outage {outage_s:.0f}s: {len(before) + len(during)} docs, "
         f"{sum(map(len, before + during))} pages, {len(expected)} chunks expected; "
         f"{produced} chunk records on the topic when the store came back, {behind} uncommitted; "
         f"{samples} offset samples during the outage; sink write retries {retries}; "

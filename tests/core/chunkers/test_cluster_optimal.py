@@ -100,6 +100,6 @@ def test_a_paragraph_weight_moves_a_break_to_the_paragraph_end() -> None:
     vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1)
     groups, _ = weighted.group(vectors, units)
     assert [(g.first, g.last) for g in groups] == [(0, 1), (2, 3)]
-    plain = SemanticChunker(get_tokenizer(), threshold_amount=50, buffer_size=0)
+    plain = SemanticChunker(get_tokenizer(), threshold_amount=50, buffer_size=0, paragraph_weight=0.0)
     plain.sentence_units(text)
     assert [(g.first, g.last) for g in plain.group(vectors, units)[0]] == [(0, 0), (1, 3)]
