@@ -101,7 +101,7 @@ class _SentenceEmbeddingChunker(Chunker):
         except EmbeddingUnavailable as exc:
             raise ChunkingError(str(exc), "embedding_unavailable") from exc
         counter = _RangeCounter(self.tokenizer, text)
-        groups, threshold = self.group(vectors, units)
+        groups, threshold = self.group(vectors, units, text)
         groups = self._split_oversized(groups, units, counter)
         groups = self._fill(self._merge_small(groups, units, vectors, counter), units, counter)
         drafts = [self._draft(text, units, vectors, g, threshold) for g in groups]
@@ -126,12 +126,17 @@ class _SentenceEmbeddingChunker(Chunker):
             # piece fits on the text it carries.
             parts = -(-tokens // self.max_tokens)
             limit = min(self.max_tokens, -(-tokens // parts) + 1)
-            pieces = _row_split(self.tokenizer, text, span, limit) or _hard_split(self.tokenizer, text, span, limit)
+            pieces = self._cut(text, span, limit)
             while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.max_tokens for a, b in pieces):
                 limit -= max(1, limit // 50)
-                pieces = _row_split(self.tokenizer, text, span, limit) or _hard_split(self.tokenizer, text, span, limit)
+                pieces = self._cut(text, span, limit)
             units.extend(self._no_crumb_tail(text, pieces))
         return units
+
+    def _cut(self, text: str, span: Span, limit: int) -> list[Span]:
+        """An over-long sentence in pieces of at most `limit` tokens: between a table's rows when it is
+        laid out one cell per line, else by tokens."""
+        return _row_split(self.tokenizer, text, span, limit) or _hard_split(self.tokenizer, text, span, limit)
 
     def _no_crumb_tail(self, text: str, pieces: list[Span]) -> list[Span]:
         """Cuts moved back to whitespace can leave the last piece a crumb that fits beside neither full
@@ -148,8 +153,9 @@ class _SentenceEmbeddingChunker(Chunker):
             return [*pieces[:-2], *halves]
         return pieces
 
-    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
-        """Strategy-specific grouping; returns the groups and the threshold actually applied."""
+    def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
+        """Strategy-specific grouping of `units` (spans of `text`); returns the groups and the threshold
+        actually applied."""
         raise NotImplementedError
 
     def _split_oversized(self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter) -> list[_Group]:
@@ -302,7 +308,6 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     ) -> None:
         super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
         self.paragraph_weight = float(paragraph_weight)
-        self._paragraph_breaks = np.zeros(0)
         if breakpoint_type not in BREAKPOINT_DEFAULTS:
             raise ValueError(f"breakpoint_type must be one of {', '.join(BREAKPOINT_DEFAULTS)}")
         self.breakpoint_type = breakpoint_type
@@ -311,13 +316,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         )
         self.buffer_size = buffer_size
 
-    def sentence_units(self, text: str) -> list[Span]:
-        units = super().sentence_units(text)
-        # 1.0 where a blank line separates a sentence from the next: a paragraph ends there
-        self._paragraph_breaks = np.array([1.0 if "\n\n" in text[a[1] : b[0]] else 0.0 for a, b in pairwise(units)])
-        return units
-
-    def distances(self, vectors: np.ndarray) -> np.ndarray:
+    def distances(self, vectors: np.ndarray, paragraph_ends: np.ndarray | None = None) -> np.ndarray:
         """Rounded cosine distances between neighbours; each sentence is represented by the mean of
         itself and `buffer_size` sentences either side (LangChain's buffer, without re-embedding). With a
         `paragraph_weight`, a paragraph's end counts as that much further apart."""
@@ -325,8 +324,8 @@ class SemanticChunker(_SentenceEmbeddingChunker):
             return np.zeros(0)
         window = _window_means(vectors, self.buffer_size)
         distances = _round(1.0 - np.einsum("ij,ij->i", window[:-1], window[1:]))
-        if self.paragraph_weight and len(self._paragraph_breaks) == len(distances):
-            distances = _round(distances + self.paragraph_weight * self._paragraph_breaks)
+        if self.paragraph_weight and paragraph_ends is not None:
+            distances = _round(distances + self.paragraph_weight * paragraph_ends)
         return distances
 
     def threshold(self, distances: np.ndarray) -> tuple[np.ndarray, float]:
@@ -342,8 +341,8 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         gradient = _round(np.gradient(distances)) if len(distances) > 1 else distances
         return gradient, float(np.percentile(gradient, amount))
 
-    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
-        distances = self.distances(vectors)
+    def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
+        distances = self.distances(vectors, paragraph_ends(text, units))
         if len(distances) < 2:
             return [_Group(0, len(units) - 1, "end_of_document")], 0.0
         scores, threshold = self.threshold(distances)
@@ -384,16 +383,11 @@ class ClusterChunker(_SentenceEmbeddingChunker):
             raise ValueError("segmentation is threshold or optimal")
         self.threshold_amount = float(threshold)
         self.segmentation = segmentation
-        self._unit_tokens: list[int] = []
 
-    def sentence_units(self, text: str) -> list[Span]:
-        units = super().sentence_units(text)
-        self._unit_tokens = _count_many(self.tokenizer, [text[s:e] for s, e in units])
-        return units
-
-    def group(self, vectors: np.ndarray, units: Sequence[Span]) -> tuple[list[_Group], float]:
+    def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
         if self.segmentation == "optimal":
-            return optimal_groups(vectors, self._unit_tokens, self.max_tokens)
+            tokens = _count_many(self.tokenizer, [text[s:e] for s, e in units])
+            return optimal_groups(vectors, tokens, self.max_tokens)
         groups: list[_Group] = []
         first = 0
         total = vectors[0].astype(np.float64).copy()
@@ -406,6 +400,11 @@ class ClusterChunker(_SentenceEmbeddingChunker):
             first, total = j, vectors[j].astype(np.float64).copy()
         groups.append(_Group(first, len(units) - 1, "end_of_document"))
         return groups, self.threshold_amount
+
+
+def paragraph_ends(text: str, units: Sequence[Span]) -> np.ndarray:
+    """1.0 between two units that a blank line separates (a paragraph ends there), else 0.0."""
+    return np.array([1.0 if "\n\n" in text[a[1] : b[0]] else 0.0 for a, b in pairwise(units)])
 
 
 def optimal_groups(vectors: np.ndarray, tokens: Sequence[int], max_tokens: int) -> tuple[list[_Group], float]:

@@ -88,18 +88,17 @@ def test_a_table_laid_out_one_cell_per_line_is_cut_between_rows() -> None:
 def test_a_paragraph_weight_moves_a_break_to_the_paragraph_end() -> None:
     """Four sentences; the break goes where the distance is above the median: without the weight between
     the first two, with it where a blank line ends the paragraph."""
-    from streams.core.chunkers.semantic import SemanticChunker
+    from streams.core.chunkers.semantic import SemanticChunker, paragraph_ends
     from streams.core.tokenizers import get_tokenizer
 
     text = "One apple fell.\nTwo bears ran.\n\nThree cats sat.\nFour dogs slept."
     weighted = SemanticChunker(get_tokenizer(), threshold_amount=50, buffer_size=0, paragraph_weight=0.2)
     units = weighted.sentence_units(text)
-    assert len(units) == 4 and weighted._paragraph_breaks.tolist() == [0.0, 1.0, 0.0]
+    assert len(units) == 4 and paragraph_ends(text, units).tolist() == [0.0, 1.0, 0.0]
     # neighbour distances 0.2, 0.1, 0.15: the paragraph's end is the closest pair until it is weighted
     angles = np.cumsum([0.0, np.arccos(0.8), np.arccos(0.9), np.arccos(0.85)])
     vectors = np.stack([np.cos(angles), np.sin(angles)], axis=1)
-    groups, _ = weighted.group(vectors, units)
+    groups, _ = weighted.group(vectors, units, text)
     assert [(g.first, g.last) for g in groups] == [(0, 1), (2, 3)]
     plain = SemanticChunker(get_tokenizer(), threshold_amount=50, buffer_size=0, paragraph_weight=0.0)
-    plain.sentence_units(text)
-    assert [(g.first, g.last) for g in plain.group(vectors, units)[0]] == [(0, 0), (1, 3)]
+    assert [(g.first, g.last) for g in plain.group(vectors, units, text)[0]] == [(0, 0), (1, 3)]
