@@ -100,11 +100,16 @@ class VectorSink:
         self.stats.skipped_tables += len(records) - len(wanted)
         if not wanted:
             return 0
-        # Keyed by what is embedded: the embedder's caches key on that text's hash, so a chunk whose
-        # text (and heading, where it counts) did not change is never embedded again.
-        embedded_as = {r.chunk_id: self.embedded_text(r) for r in wanted}
-        texts = {content_hash(t): t for t in embedded_as.values()}
-        self._count_long(wanted, texts, embedded_as)
+        # Keyed by what is embedded, as the embedder's caches are: the record's own content hash for its
+        # text alone, the hash of heading and text where the heading counts. A chunk whose text (and
+        # heading) did not change is never embedded again.
+        keys: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        for r in wanted:
+            embedded = self.embedded_text(r)
+            keys[r.chunk_id] = r.content_hash if embedded is r.text else content_hash(embedded)
+            texts[keys[r.chunk_id]] = embedded
+        self._count_long(wanted, texts, keys)
         before = self.embedder.stats.misses
         started = time.perf_counter()
         known = dict(zip(texts, self.embedder.encode(list(texts.values())), strict=True))
@@ -122,7 +127,7 @@ class VectorSink:
             rows.append(
                 VectorRow(
                     chunk_id=r.chunk_id,
-                    values=[float(x) for x in known[content_hash(embedded_as[r.chunk_id])]],
+                    values=[float(x) for x in known[keys[r.chunk_id]]],
                     doc_id=r.doc_id,
                     strategy=r.strategy,
                     section_type=section_type(r),
@@ -137,7 +142,7 @@ class VectorSink:
         self.stats.upserted += len(rows)
         return len(rows)
 
-    def _count_long(self, records: Sequence[ChunkRecord], texts: dict[str, str], embedded_as: dict[str, str]) -> None:
+    def _count_long(self, records: Sequence[ChunkRecord], texts: dict[str, str], keys: dict[str, str]) -> None:
         """Chunks the model cannot read whole: a metric per strategy and one log line per document."""
         limit = self.embedder.max_pieces
         lengths = dict(zip(texts, self.embedder.token_lengths(list(texts.values())), strict=True))
@@ -146,7 +151,7 @@ class VectorSink:
         for r in records:
             key = (r.doc_id, r.strategy, r.amendment_number)
             totals[key] += 1
-            if lengths[content_hash(embedded_as[r.chunk_id])] > limit:
+            if lengths[keys[r.chunk_id]] > limit:
                 per_doc[key] += 1
         how = "as the mean of windows" if self.embedder.long_texts == "mean" else "truncated"
         for (doc_id, strategy, amendment), count in sorted(per_doc.items()):
