@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,26 +64,32 @@ def _reader(settings: Settings) -> Consumer:
 
 
 def read_topic(
-    settings: Settings, topic: str, since_ms: int | None = None, on_message: Callable[[], None] | None = None
+    settings: Settings,
+    topic: str,
+    since_ms: int | None = None,
+    on_message: Callable[[], None] | None = None,
+    starts: Mapping[int, int] | None = None,
 ) -> Iterator[Message]:
-    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given)."""
+    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given, or
+    from the offset `starts` gives a partition: a reader that keeps its place between calls)."""
     consumer = _reader(settings)
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if metadata is None or metadata.error is not None:
             return
         ends: dict[int, int] = {}
-        starts: list[TopicPartition] = []
+        assigned: list[TopicPartition] = []
         for p in sorted(metadata.partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
-            if high > low:
+            start = max(low, (starts or {}).get(p, low))
+            if high > start:
                 ends[p] = high
-                starts.append(TopicPartition(topic, p, low))
-        if since_ms is not None and starts:
-            found = consumer.offsets_for_times([TopicPartition(topic, tp.partition, since_ms) for tp in starts], 10)
-            starts = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
-            ends = {tp.partition: ends[tp.partition] for tp in starts}
-        consumer.assign(starts)
+                assigned.append(TopicPartition(topic, p, start))
+        if since_ms is not None and assigned:
+            found = consumer.offsets_for_times([TopicPartition(topic, tp.partition, since_ms) for tp in assigned], 10)
+            assigned = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
+            ends = {tp.partition: ends[tp.partition] for tp in assigned}
+        consumer.assign(assigned)
         remaining = set(ends)
         idle = time.monotonic()
         while remaining and time.monotonic() - idle < 30:

@@ -124,13 +124,12 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
 
     async def trace(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
-        entry = await run_in_threadpool(data.entry, doc_id)
         strategies = await run_in_threadpool(data.strategies_of, doc_id)
         try:
             status = await run_in_threadpool(data.status, doc_id, strategies)
         except ValueError as exc:
             return page(request, "message.html", 404, title="No trace", message=str(exc))
-        return page(request, "trace.html", doc_id=doc_id, entry=entry, status=status, strategies=strategies)
+        return page(request, "trace.html", doc_id=doc_id, status=status, strategies=strategies)
 
     async def chunk_json(request: Request) -> Response:
         row = await run_in_threadpool(data.chunk, request.path_params["chunk_id"])
@@ -253,7 +252,7 @@ def _document_view(data: ConsoleData, doc_id: str, params: Any) -> dict[str, Any
     amendment = _int(params.get("a"), amendments[-1])
     if amendment not in entry.versions:
         amendment = amendments[-1]
-    doc = data.assembled(doc_id, amendment)
+    doc = entry.assembled(amendment)
     strategies = data.strategies_of(doc_id)
     chosen = [s for s in (params.get("s"), params.get("s2")) if s]
     chosen = [s for s in dict.fromkeys(chosen) if s in strategies] or strategies[:1]

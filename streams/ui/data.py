@@ -8,7 +8,6 @@ re-fetches in a loop, and an idle console must cost nothing.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 import time
@@ -17,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Message
 
 from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
 from streams.core.events import AssembledDocument, DeadLetter, PageEvent
-from streams.runtime.clients import client_config
+from streams.ops.audit import read_topic
 from streams.settings import Settings
 
 PREVIEW_BYTES = 400
@@ -37,45 +36,12 @@ class TopicIndex:
         self.positions: dict[int, int] = {}
         self.lock = threading.Lock()
 
-    def read_new(self, timeout_s: float = 15.0) -> list[Message]:
+    def read_new(self) -> list[Message]:
         with self.lock:
-            consumer = Consumer(
-                {
-                    **client_config(self.settings),
-                    "group.id": f"streams-ui-{os.getpid()}",
-                    "enable.auto.commit": False,
-                    "fetch.max.bytes": self.settings.max_message_bytes,
-                    "max.partition.fetch.bytes": self.settings.max_message_bytes,
-                }
-            )
-            try:
-                metadata = consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
-                if metadata is None or metadata.error is not None:
-                    return []
-                ends: dict[int, int] = {}
-                for p in sorted(metadata.partitions):
-                    low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)
-                    start = max(self.positions.get(p, 0), low)
-                    if high > start:
-                        ends[p] = high
-                        self.positions[p] = start
-                if not ends:
-                    return []
-                consumer.assign([TopicPartition(self.topic, p, self.positions[p]) for p in ends])
-                found: list[Message] = []
-                deadline = time.monotonic() + timeout_s
-                while ends and time.monotonic() < deadline:
-                    for message in consumer.consume(500, 0.5):
-                        if message.error():
-                            continue
-                        p = message.partition()
-                        self.positions[p] = message.offset() + 1
-                        found.append(message)
-                        if self.positions[p] >= ends.get(p, 0):
-                            ends.pop(p, None)
-                return found
-            finally:
-                consumer.close()
+            found = list(read_topic(self.settings, self.topic, starts=self.positions))
+            for message in found:
+                self.positions[message.partition()] = message.offset() + 1
+            return found
 
 
 @dataclass
@@ -91,6 +57,14 @@ class DocumentEntry:
     def complete(self, amendment: int) -> bool:
         pages = self.versions.get(amendment, {})
         return all(n in pages for n in range(1, self.page_counts.get(amendment, 0) + 1))
+
+    def assembled(self, amendment: int) -> AssembledDocument | None:
+        """The document stream exactly as the assembler built it, or None while pages are missing."""
+        from streams.core.document import assemble
+
+        if amendment not in self.versions or not self.complete(amendment):
+            return None
+        return assemble(list(self.versions[amendment].values()))
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -145,15 +119,6 @@ class ConsoleData:
     def entry(self, doc_id: str) -> DocumentEntry | None:
         self.refresh()
         return self.documents.get(doc_id)
-
-    def assembled(self, doc_id: str, amendment: int) -> AssembledDocument | None:
-        """The document stream exactly as the assembler built it, or None while pages are missing."""
-        from streams.core.document import assemble
-
-        entry = self.entry(doc_id)
-        if entry is None or amendment not in entry.versions or not entry.complete(amendment):
-            return None
-        return assemble(list(entry.versions[amendment].values()))
 
     # -- chunks ------------------------------------------------------------------------------------
     @property
