@@ -298,17 +298,29 @@ def splitter_chunks(split: Callable[[str], list[str]], eval_set: EvalSet) -> lis
     return [c for cid, text in eval_set.corpora.items() for c in locate(text, split(text), cid)]
 
 
-def langchain_recursive(size: int) -> Callable[[str], list[str]]:
-    """LangChain recursive at `size` cl100k tokens, no overlap (the offline encoding's length)."""
+def langchain_recursive(size: int, separators: list[str] | None = None) -> Callable[[str], list[str]]:
+    """LangChain recursive at `size` cl100k tokens, no overlap (the offline encoding's length); LangChain's
+    separators unless others are given."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     from streams.core.tokenizers import tiktoken_encoding
 
     encoding = tiktoken_encoding("cl100k_base")
     splitter = RecursiveCharacterTextSplitter(
-        chunk_size=size, chunk_overlap=0, length_function=lambda t: len(encoding.encode_ordinary(t))
+        chunk_size=size,
+        chunk_overlap=0,
+        length_function=lambda t: len(encoding.encode_ordinary(t)),
+        separators=separators,
     )
     return splitter.split_text
+
+
+def recursive_at_mean(eval_set: EvalSet, target: float) -> tuple[int, list[Chunk]]:
+    """LangChain recursive with its size bisected until the mean chunk is nearest `target` tokens."""
+    size, chunks, _ = _match_mean(
+        lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set), target, 16, 4096, grows=True, steps=10
+    )
+    return int(size), chunks
 
 
 def chonkie_embeddings(embedder: Any) -> Any:
@@ -366,23 +378,14 @@ def chroma_cluster_chunks(eval_set: EvalSet, max_chunk_size: int = 200) -> list[
     summed pairwise similarity inside each run, less the mean off-diagonal similarity (its dynamic
     programme). A chunk's range spans its first piece to its last (Chroma joins the pieces' text with
     spaces and finds it again; the range is what that search means to find)."""
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    from streams.core.tokenizers import tiktoken_encoding
     from streams.embedstore import get_embedder
 
-    encoding = tiktoken_encoding("cl100k_base")
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=CHROMA_PIECE_TOKENS,
-        chunk_overlap=0,
-        length_function=lambda t: len(encoding.encode_ordinary(t)),
-        separators=["\n\n", "\n", ".", "?", "!", " ", ""],
-    )
+    split = langchain_recursive(CHROMA_PIECE_TOKENS, ["\n\n", "\n", ".", "?", "!", " ", ""])
     embedder = get_embedder(long_texts="truncate")
     max_cluster = max(1, max_chunk_size // CHROMA_PIECE_TOKENS)
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
-        pieces = locate(text, splitter.split_text(text), cid)
+        pieces = locate(text, split(text), cid)
         if not pieces:
             continue
         vectors = embedder.encode([p.text for p in pieces])
@@ -552,11 +555,9 @@ def _baselines(
     scored = evaluate(chroma_cluster_chunks(eval_set, 200), eval_set, question_vectors, k)
     results.append({"name": "chroma_cluster_200", "kind": "baseline", **scored, "params": {"max_chunk_size": 200}})
     tick("langchain_recursive_matched")
-    size, chunks, _ = _match_mean(
-        lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set), target, 16, 4096, grows=True, steps=10
-    )
+    size, chunks = recursive_at_mean(eval_set, target)
     scored = evaluate(chunks, eval_set, question_vectors, k)
-    matched = {"name": "langchain_recursive_matched", "kind": "baseline", **scored, "params": {"chunk_size": int(size)}}
+    matched = {"name": "langchain_recursive_matched", "kind": "baseline", **scored, "params": {"chunk_size": size}}
     results.append(matched)
     if best is None:
         return {}
@@ -604,17 +605,10 @@ def _embedding_targets(
     semantic = by_name.get("semantic")
     if semantic:
         tick("langchain_recursive_semantic_size")
-        size, chunks, _ = _match_mean(
-            lambda s: splitter_chunks(langchain_recursive(int(s)), eval_set),
-            semantic["mean_tokens"],
-            16,
-            4096,
-            grows=True,
-            steps=10,
-        )
+        size, chunks = recursive_at_mean(eval_set, semantic["mean_tokens"])
         scored = evaluate(chunks, eval_set, question_vectors, k)
         name = "langchain_recursive_semantic_size"
-        results.append({"name": name, "kind": "baseline", **scored, "params": {"chunk_size": int(size)}})
+        results.append({"name": name, "kind": "baseline", **scored, "params": {"chunk_size": size}})
         corpora = _not_below(semantic, results[-1])
         targets["semantic_vs_recursive_same_size"] = {"every_corpus": all(corpora.values()), "corpora": corpora}
         targets["semantic_vs_recursive_same_size"]["met"] = all(corpora.values())
