@@ -16,6 +16,8 @@ The aiokafka side (faust workers) has its own correction in `streams.agents.tran
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
@@ -99,6 +101,32 @@ class QuietConsumer:
             self._reseek.pop(key, None)
         except KafkaException:
             self._reseek[key] = position
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """Stop fetching while the caller works on what it consumed, then go on from where it stopped.
+
+        librdkafka fetches ahead while the application is busy; once it holds the partition's end, every
+        further fetch comes back empty at once from noida-db, so a sink embedding a batch for seconds kept
+        the broker answering a fetch loop the whole time (figures: docs/benchmarks.md, Session 14). The
+        seek on the way out both wakes the fetcher and drops whatever was fetched ahead, which is fetched
+        again from the position.
+        """
+        self._track_assignment()
+        held = [key for key in self._assigned if key not in self._paused]
+        if held:
+            self.consumer.pause([TopicPartition(t, p) for t, p in held])
+        try:
+            yield
+        finally:
+            self._track_assignment()  # a rebalance meanwhile: only what is still ours is resumed
+            held = [key for key in held if key in self._assigned and key not in self._paused]
+            if held:
+                positions = self._positions(held)
+                self.consumer.resume([TopicPartition(t, p) for t, p in held])
+                for key in held:
+                    if key in positions:
+                        self._seek(key, positions[key])
 
     def hold(self) -> None:
         """Stop fetching every assigned partition until `release` (a benchmark keeping its CPU to itself)."""

@@ -23,6 +23,13 @@ def _fetch_requests(stats: list[dict]) -> int:
     return sum(b.get("req", {}).get("Fetch", 0) for b in latest["brokers"].values())
 
 
+def _fetch_requests_at(stats: list[dict], monotonic_s: float) -> int:
+    """Fetch requests sent by a moment (`time.monotonic()`): librdkafka stamps its statistics with the same
+    clock (`ts`, microseconds), and delivers them only when polled, so a window without polls is read after."""
+    before = [s for s in stats if s["ts"] <= monotonic_s * 1e6]
+    return _fetch_requests(before) if before else 0
+
+
 def _consumer(address: str, stats: list[dict]) -> Consumer:
     return Consumer(
         {
@@ -103,3 +110,40 @@ def test_a_subscribed_consumer_is_assigned_and_reads_while_pausing(service) -> N
     quiet.consume(50, 1.5)
     assert quiet.probes > 0  # it paused what was caught up and probed instead of fetching
     raw.close()
+
+
+def test_a_busy_consumer_stops_fetching_ahead_and_resumes_where_it_stopped(service) -> None:
+    """While the caller works on a batch (the vector sink embedding for seconds), librdkafka fetched ahead
+    to the end and then spun on empty fetches; `busy()` pauses it and resumes from the consumed position:
+    what was fetched ahead and what arrived meanwhile are both delivered, each once."""
+    stats: list[dict] = []
+    raw = _consumer(service.address, stats)
+    raw.assign([TopicPartition("q", p, 0) for p in range(3)])
+    quiet = QuietConsumer(raw)
+    producer = Producer({"bootstrap.servers": service.address, "linger.ms": 0})
+    sent = [f"b{n}".encode() for n in range(60)]
+    for n, value in enumerate(sent[:45]):
+        producer.produce("q", value, partition=n % 3)
+    producer.flush(10)
+    received: list[bytes] = []
+    deadline = time.monotonic() + 10
+    while not received and time.monotonic() < deadline:
+        received.extend(m.value() for m in quiet.consume(5, 0.5) if not m.error())
+    assert 0 < len(received) <= 5
+    time.sleep(0.5)  # let librdkafka fetch the rest ahead, as it does while a sink writes its batch
+    with quiet.busy():
+        busy_from = time.monotonic()
+        for n, value in enumerate(sent[45:]):  # arrives while the caller is busy
+            producer.produce("q", value, partition=n % 3)
+        producer.flush(10)
+        time.sleep(2.0)
+        busy_until = time.monotonic()
+    deadline = time.monotonic() + 10
+    while len(received) < len(sent) and time.monotonic() < deadline:
+        received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
+    quiet.consume(100, 0.5)  # nothing more may come: no duplicates from the fetched-ahead queue
+    raw.close()
+    busy_fetches = _fetch_requests_at(stats, busy_until) - _fetch_requests_at(stats, busy_from + 0.25)
+    # Without the pause librdkafka kept asking the whole time (thousands of requests in 2 s on noida-db).
+    assert busy_fetches <= 6, busy_fetches
+    assert sorted(received) == sorted(sent), (set(sent) - set(received), len(received) - len(set(received)))

@@ -205,6 +205,10 @@ class SinkRunner:
         if not messages:
             self._recheck()
             return 0
+        with self.consumer.busy():
+            return self._handle(messages, stop)
+
+    def _handle(self, messages: list, stop: threading.Event) -> int:
         records, statuses = self._decode(messages)
         if not self._write(records, statuses, stop):
             return 0
