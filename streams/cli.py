@@ -224,8 +224,10 @@ def sink(
     from streams.sinks.runner import SinkRunner
 
     settings = Settings()
-    if kind == "vectors" and settings.embed_threads is None:  # one thread per process, as chunker workers
-        settings = settings.model_copy(update={"embed_threads": 1})
+    if kind == "vectors" and settings.embed_threads is None:
+        # The last stage and the heaviest: it embeds whole chunks after the chunkers are done with a burst,
+        # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, Session 14).
+        settings = settings.model_copy(update={"embed_threads": 2})
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

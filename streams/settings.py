@@ -152,9 +152,10 @@ class Settings(BaseSettings):
     pinecone_index_host: str | None = None
     pinecone_namespace: str = "streams"
     embed_model: str | None = None
-    #: Forward pass: "torch" (sentence-transformers), "onnx" (the same vectors up to float rounding, less
-    #: CPU) or "onnx-int8" (quantised: faster, vectors move). Figures: docs/benchmarks.md, Session 11.
-    embed_backend: str = Field(default="torch", pattern="^(torch|onnx|onnx-int8)$")
+    #: Forward pass: "onnx" (ONNX Runtime; the same chunks as torch, and no torch import in the embedding
+    #: processes, which was most of their start), "torch" (sentence-transformers) or "onnx-int8"
+    #: (quantised: faster, vectors move). Figures: docs/benchmarks.md, Sessions 11 and 14.
+    embed_backend: str = Field(default="onnx", pattern="^(torch|onnx|onnx-int8)$")
     #: Where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx, once per machine).
     embed_export_dir: Path | None = None
     #: Vectors shared by `semantic`, `cluster` and the vector sink: "sqlite" (a file in the data

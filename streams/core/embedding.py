@@ -80,12 +80,12 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class Backend:
-    """How the forward pass runs: torch (sentence-transformers) or ONNX Runtime, exported on first use.
+    """How the forward pass runs: ONNX Runtime (exported on first use) or torch (sentence-transformers).
 
     `export_dir` holds the exported graphs (exported once per model and machine; docs/benchmarks.md, Session 11).
     """
 
-    name: str = "torch"
+    name: str = "onnx"
     export_dir: Path | None = None
 
     def __post_init__(self) -> None:

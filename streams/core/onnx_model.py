@@ -88,6 +88,9 @@ class OnnxSentenceModel:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Threads that wait by spinning burn a core between operators; beside other workers on a small
+        # machine that CPU is taken from them (figures: docs/benchmarks.md, Session 14).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         graph = export(path, export_dir, quantized)
         self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self.dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
