@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import faust
 
-from streams.agents.transport import Transport
+from streams.agents.transport import QuietMonitor, Transport
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
@@ -94,6 +94,7 @@ def make_app(role: str, settings: Settings) -> faust.App:
         broker_commit_interval=settings.commit_interval_s,
         stream_wait_empty=False,
         topic_disable_leader=True,
+        Monitor=QuietMonitor,
     )
     # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
     app.transport = Transport(app.conf.broker_consumer, app)

@@ -51,6 +51,15 @@ again from the committed offsets. Seven things break that, each silently:
    Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. A broker that
    holds empty fetches (Kafka) never triggers it.
 
+9. Not a correction: an idle worker's wake-ups. With nothing to fetch, what remained of an idle worker's
+   CPU was faust's and mode's own timers, each a wake-up of one or both event loops: the monitor's
+   sampler (every second; its rates feed faust's web view, which is off here), the consumer thread's two
+   keep-alives (every second each, one of them crossing threads) and aiokafka's fetch loop, which looks
+   for work every 0.2 s although every event it waits for has a future of its own. Here the sampler runs
+   every `MONITOR_SAMPLE_S`, the keep-alives every `KEEPALIVE_S` and the fetch loop looks every
+   `FETCH_LOOP_WAKE_S` (a seek, which sets no future, so waits up to that long for its fetch). Commits,
+   heartbeats and the held fetches of point 8 are unchanged. (Figures: docs/benchmarks.md, Session 14.)
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -66,15 +75,20 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.consumer.fetcher import Fetcher
 from faust import streams as faust_streams
+from faust.sensors import Monitor
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP, Message
 from intervaltree import IntervalTree
+from mode import Service
 
 log = logging.getLogger("streams.agents")
 
 EMPTY_FETCH_BACKOFF_S = 0.05  # the first wait after an empty fetch (point 8)
 IDLE_FETCH_BACKOFF_S = 0.5  # the longest: aiokafka's default fetch_max_wait_ms
 LOST_RETRY_S = 10.0  # a held commit rewinds its partition again only after this long (point 7)
+MONITOR_SAMPLE_S = 10.0  # faust's monitor sampler (point 9); faust: 1 s
+KEEPALIVE_S = 10.0  # the consumer thread's keep-alives (point 9); mode: 1 s and 1.1 s
+FETCH_LOOP_WAKE_S = 1.0  # aiokafka's fetch loop without an event (point 9); aiokafka: 0.2 s
 
 
 def _hold_empty_fetches() -> None:
@@ -102,7 +116,35 @@ def _hold_empty_fetches() -> None:
     Fetcher._proc_fetch_request = proc_fetch_request  # type: ignore[method-assign]
 
 
+class QuietMonitor(Monitor):
+    """faust's monitor, sampling every `MONITOR_SAMPLE_S` (point 9); set as the app's `Monitor`."""
+
+    @Service.task
+    async def _sampler(self) -> None:
+        prev_event_total, prev_message_total = self.events_total, self.messages_received_total
+        async for _ in self.itertimer(MONITOR_SAMPLE_S, name="Monitor.sampler"):
+            prev_event_total, prev_message_total = self._sample(prev_event_total, prev_message_total)
+
+
 class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
+    def _create_consumer(self, loop: asyncio.AbstractEventLoop) -> Any:
+        consumer = super()._create_consumer(loop)
+        consumer._consumer_timeout = FETCH_LOOP_WAKE_S  # the fetcher's wake-up, read when it starts (point 9)
+        return consumer
+
+    async def _keepalive2(self) -> None:
+        """mode's keep-alive of the thread's loop, every `KEEPALIVE_S` (point 9), with its lateness check."""
+        while not self.should_stop:
+            await self.sleep(KEEPALIVE_S)
+            if self.last_wakeup_at and time.monotonic() - self.last_wakeup_at > KEEPALIVE_S + 2.0:
+                self.log.error("Thread keepalive is not responding...")
+            await self._wakeup_timer_in_thread()
+
+    @Service.task
+    async def _thread_keepalive(self) -> None:
+        async for _ in self.itertimer(KEEPALIVE_S, name=f"_thread_keepalive-{self.label}"):
+            pass
+
     async def seek_to_committed(self) -> Mapping[TP, int]:
         return await self.call_thread(self._seek_to_committed)
 
@@ -282,7 +324,7 @@ class Transport(driver.Transport):
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-8, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-9, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -295,6 +337,11 @@ PATCHED_INTERNALS: dict[str, str] = {
     "faust.transport.consumer:Consumer._drain_messages": "44a2500309e83c63",
     "faust.transport.consumer:Consumer.on_buffer_drop": "4b57e8a418d5ad9c",
     "faust.streams:Stream._py_aiter": "3a48ee257a65435b",
+    "faust.sensors.monitor:Monitor._sampler": "e963a929bb77c3d0",
+    "mode.threads:ServiceThread._keepalive2": "3bc84ca2133f05b0",
+    "mode.threads:ServiceThread._thread_keepalive": "6ba5ca9dcbd62b0b",
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._create_consumer": "a4dc6ba0681a298c",
+    "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "2f1ba70443327538",
 }
 
 
@@ -310,6 +357,7 @@ def _digest(name: str) -> str:
         if target is None:
             return "missing"
     target = getattr(target, "__wrapped__", target)
+    target = getattr(target, "fun", target)  # a mode Service.task: its coroutine function
     return hashlib.sha256(inspect.getsource(target).encode()).hexdigest()[:16]
 
 

@@ -21,6 +21,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from streams.runtime.clients import CLIENT_ID_PATTERN, KAFKA_LOG, host_name
 from streams.runtime.procs import process_alive
@@ -35,13 +36,19 @@ class DeadMember:
     client_id: str
 
 
-def dead_members(bootstrap: str, timeout: float = 10.0) -> list[DeadMember]:
-    """Members of every group whose client id names a process on this host that no longer runs, and,
-    in a group that is rebalancing, older memberships of a live process that has rejoined under a new id."""
-    from confluent_kafka import ConsumerGroupState
+def _admin(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": KAFKA_LOG})
+    return AdminClient({"bootstrap.servers": bootstrap, "logger": KAFKA_LOG})
+
+
+def dead_members(bootstrap: str, timeout: float = 10.0, admin: Any = None) -> list[DeadMember]:
+    """Members of every group whose client id names a process on this host that no longer runs, and,
+    in a group that is rebalancing, older memberships of a live process that has rejoined under a new id.
+    `admin`: a client to reuse (the janitor's), else one made for this call."""
+    from confluent_kafka import ConsumerGroupState
+
+    admin = admin or _admin(bootstrap)
     groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=timeout).result().valid]
     if not groups:
         return []
@@ -98,14 +105,16 @@ async def _leave(
         await client.close()
 
 
-def expire_dead_members(bootstrap: str, on_leaving: Callable[[DeadMember], None] | None = None) -> list[DeadMember]:
+def expire_dead_members(
+    bootstrap: str, on_leaving: Callable[[DeadMember], None] | None = None, admin: Any = None
+) -> list[DeadMember]:
     """Send LeaveGroup on behalf of every dead member; returns who was expired.
 
     `on_leaving` runs before each LeaveGroup is sent. Whoever records expiries must do it there: once the
     broker has the LeaveGroup, a successor can be assigned and observed before this function returns (the
     client's close alone takes milliseconds), so a record made afterwards can be seen missing.
     """
-    members = dead_members(bootstrap)
+    members = dead_members(bootstrap, admin=admin)
     if members:
         asyncio.run(_leave(bootstrap, members, on_leaving))
         for member in members:
@@ -127,10 +136,15 @@ class GroupJanitor:
         return self
 
     def _run(self) -> None:
+        # One admin client for every round: a new one each round (threads, connection, metadata) was most
+        # of an idle `streams up`'s own CPU and a share of the broker's (docs/benchmarks.md, Session 14).
+        admin = None
         while not self._stop.wait(self.interval):
             try:
-                expire_dead_members(self.bootstrap, on_leaving=self.expired.append)
-            except Exception as exc:  # the broker may be restarting; try again next round
+                admin = admin or _admin(self.bootstrap)
+                expire_dead_members(self.bootstrap, on_leaving=self.expired.append, admin=admin)
+            except Exception as exc:  # the broker may be restarting: a fresh client next round
+                admin = None
                 log.debug("group janitor: %s", exc)
 
     def stop(self) -> None:

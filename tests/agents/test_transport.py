@@ -249,3 +249,27 @@ def test_an_idle_consumer_does_not_spin_on_empty_fetches(tmp_path: Path, monkeyp
         server.stop()
     assert 0 < idle_fetches <= 3.0 / IDLE_FETCH_BACKOFF_S + 2
     assert waited < IDLE_FETCH_BACKOFF_S + 0.5  # a record is fetched within one idle hold
+
+
+def test_an_idle_worker_wakes_on_the_longer_timers(consumer: SeekingConsumer) -> None:
+    """Point 9: faust's monitor sampler, the consumer thread's keep-alives and aiokafka's fetch loop wake
+    on this module's intervals, not on faust's, mode's and aiokafka's sub-second ones."""
+    import asyncio
+
+    from streams.agents import transport
+
+    app = consumer.app
+    assert type(app.monitor) is transport.QuietMonitor
+    sampler = [task.fun for task in app.monitor._get_tasks() if task.fun.__name__ == "_sampler"]
+    assert sampler == [transport.QuietMonitor._sampler.fun]
+    thread = consumer._thread
+    assert isinstance(thread, transport.SeekingConsumerThread)
+    keepalives = {t.fun.__qualname__ for t in thread._get_tasks() if "keepalive" in t.fun.__name__}
+    assert keepalives == {"SeekingConsumerThread._thread_keepalive"}
+    assert type(thread)._keepalive2 is transport.SeekingConsumerThread._keepalive2
+
+    async def create() -> float:
+        aio = thread._create_consumer(asyncio.get_running_loop())
+        return aio._consumer_timeout  # what the fetcher's wake-up is made from when it starts
+
+    assert asyncio.run(create()) == transport.FETCH_LOOP_WAKE_S
