@@ -48,7 +48,8 @@ def dead_members(bootstrap: str, timeout: float = 10.0, admin: Any = None) -> li
     `admin`: a client to reuse (the janitor's), else one made for this call."""
     from confluent_kafka import ConsumerGroupState
 
-    admin = admin or _admin(bootstrap)
+    if admin is None:  # not `or`: a librdkafka client is falsy while nothing is queued in it
+        admin = _admin(bootstrap)
     groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=timeout).result().valid]
     if not groups:
         return []
@@ -141,7 +142,8 @@ class GroupJanitor:
         admin = None
         while not self._stop.wait(self.interval):
             try:
-                admin = admin or _admin(self.bootstrap)
+                if admin is None:
+                    admin = _admin(self.bootstrap)
                 expire_dead_members(self.bootstrap, on_leaving=self.expired.append, admin=admin)
             except Exception as exc:  # the broker may be restarting: a fresh client next round
                 admin = None

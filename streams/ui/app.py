@@ -11,6 +11,7 @@ every value (a document's `<script>` is text), uploads are size-limited.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -364,11 +365,22 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None, 
     """Run the console until interrupted (uvicorn, one process, no reloader)."""
     import uvicorn
 
+    class QuietServer(uvicorn.Server):
+        """uvicorn's housekeeping loop (the Date header, once a second, and the exit check) wakes every
+        0.1 s; here once a second, the header's own pace, so an idle console all but sleeps (figures:
+        docs/benchmarks.md, Session 14). An interrupt is noticed within that second."""
+
+        async def main_loop(self) -> None:
+            counter = 0
+            while not await self.on_tick(counter):
+                counter = (counter + 10) % 864000  # on_tick refreshes the header when counter % 10 == 0
+                await asyncio.sleep(1.0)
+
     host = host or settings.ui_host
     port = port if port is not None else (settings.ui_port or DEFAULT_PORT)
     check_bind(settings, host)
     config = uvicorn.Config(create_app(settings), host=host, port=port, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
+    server = QuietServer(config)
     if on_ready is not None:
         on_ready(f"http://{host}:{port}/")
     server.run()

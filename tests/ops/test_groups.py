@@ -115,3 +115,30 @@ def test_the_janitor_records_an_expiry_before_the_broker_can_act_on_it(
         proc.kill()
         proc.wait()
         service.stop()
+
+
+@pytest.mark.integration
+@pytest.mark.embedded_only
+def test_the_janitor_keeps_one_admin_client_across_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new librdkafka admin client every round (threads, connection, metadata) was most of an idle
+    `streams up`'s CPU; it was made anew each time because an idle client is falsy (`admin or ...`)."""
+    from streams.ops import groups
+
+    service = broker(tmp_path).start()
+    assert service.janitor is not None
+    service.janitor.stop()  # only the janitor under test makes clients from here on
+    made: list[object] = []
+    rounds: list[int] = []
+    make, expire = groups._admin, groups.expire_dead_members
+    monkeypatch.setattr(groups, "_admin", lambda bootstrap: made.append(make(bootstrap)) or made[-1])
+    monkeypatch.setattr(groups, "expire_dead_members", lambda *a, **kw: rounds.append(1) or expire(*a, **kw))
+    janitor = groups.GroupJanitor(service.address, interval=0.2).start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(rounds) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        janitor.stop()
+        service.stop()
+    assert len(rounds) >= 5
+    assert len(made) == 1
