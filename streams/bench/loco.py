@@ -4,6 +4,10 @@ the one left out, so the figure for a corpus says how the strategy does on docum
 Each setting of a small grid chunks the whole pool (one retrieval pool, as in `bench quality`); for each
 corpus the setting with the best mean IoU over the *other* corpora (recall breaks ties) is chosen, and
 that setting's score on the held-out corpus is reported. The worst held-out corpus comes first.
+
+Only settings whose chunks on the other corpora are within `SIZE_TOLERANCE` of the defaults' mean size
+compete: IoU rises as chunks shrink, so an open choice picked the smaller size every time, and the issue's
+comparisons are at matched size.
 """
 
 from __future__ import annotations
@@ -37,8 +41,26 @@ GRIDS: dict[str, list[dict[str, Any]]] = {
 }
 
 
+SIZE_TOLERANCE = 0.05  # a setting competes when its mean chunk size is within 5% of the defaults'
+
+
+def mean_size(result: dict[str, Any], corpora: Sequence[str]) -> float:
+    """Mean tokens per chunk over `corpora` (each corpus's mean weighted by its chunks)."""
+    per = result["per_corpus"]
+    present = [per[c] for c in corpora if c in per and per[c].get("chunks")]
+    chunks = sum(v["chunks"] for v in present)
+    return sum(v["mean_tokens"] * v["chunks"] for v in present) / chunks if chunks else 0.0
+
+
 def choose(scored: Sequence[tuple[dict[str, Any], dict[str, Any]]], others: Sequence[str]) -> int:
-    """Index of the setting with the best mean IoU over `others` (then mean recall)."""
+    """Index of the setting with the best mean IoU over `others` (then mean recall), among the settings
+    of about the defaults' size there (`scored[0]` holds the defaults)."""
+    reference = mean_size(scored[0][1], others)
+    eligible = [
+        i
+        for i in range(len(scored))
+        if i == 0 or not reference or abs(mean_size(scored[i][1], others) - reference) <= SIZE_TOLERANCE * reference
+    ]
 
     def fit(index: int) -> tuple[float, float]:
         per = scored[index][1]["per_corpus"]
@@ -47,7 +69,7 @@ def choose(scored: Sequence[tuple[dict[str, Any], dict[str, Any]]], others: Sequ
             return (0.0, 0.0)
         return (float(np.mean([per[c]["iou"] for c in present])), float(np.mean([per[c]["recall"] for c in present])))
 
-    return max(range(len(scored)), key=fit)
+    return max(eligible, key=fit)
 
 
 def held_out(scored: Sequence[tuple[dict[str, Any], dict[str, Any]]], corpora: Sequence[str]) -> dict[str, Any]:

@@ -8,9 +8,12 @@ from streams.bench.loco import choose, held_out
 from streams.bench.quality import chroma_segmentation, worst_corpus
 
 
-def result(per: dict[str, tuple[float, float]]) -> dict:
+def result(per: dict[str, tuple[float, float]], size: float = 100) -> dict:
     return {
-        "per_corpus": {c: {"recall": r, "iou": i, "mean_tokens": 100, "max_tokens": 200} for c, (r, i) in per.items()}
+        "per_corpus": {
+            c: {"recall": r, "iou": i, "mean_tokens": size, "max_tokens": 200, "chunks": 10}
+            for c, (r, i) in per.items()
+        }
     }
 
 
@@ -26,6 +29,15 @@ def test_the_setting_for_a_corpus_is_chosen_without_it() -> None:
     # for "b": mean IoU over a, c is A (0.01+0.08)/2=0.045 vs B (0.20+0.05)/2=0.125 -> B
     assert report["held_out"]["b"]["options"] == {"x": "B"}
     assert report["worst_corpus"] == "a" and next(iter(report["held_out"])) == "a"
+
+
+def test_only_settings_of_about_the_defaults_size_compete() -> None:
+    """IoU rises as chunks shrink: a smaller setting would win on IoU alone, so it does not compete."""
+    defaults = result({"a": (0.8, 0.05), "b": (0.8, 0.05)})
+    smaller = result({"a": (0.7, 0.09), "b": (0.7, 0.09)}, size=90)  # 10% smaller: max_tokens=150 on the pool
+    near = result({"a": (0.8, 0.06), "b": (0.8, 0.06)}, size=104)
+    assert choose([({}, defaults), ({"max": 150}, smaller)], ["a", "b"]) == 0
+    assert choose([({}, defaults), ({"max": 150}, smaller), ({"t": 0.7}, near)], ["a", "b"]) == 2
 
 
 def test_worst_corpus_is_the_lowest_recall() -> None:
