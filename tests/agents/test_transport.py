@@ -273,3 +273,14 @@ def test_an_idle_worker_wakes_on_the_longer_timers(consumer: SeekingConsumer) ->
         return aio._consumer_timeout  # what the fetcher's wake-up is made from when it starts
 
     assert asyncio.run(create()) == transport.FETCH_LOOP_WAKE_S
+
+
+def test_the_hold_on_empty_fetches_stops_doubling_at_the_longest_wait() -> None:
+    """After about 1,030 empty fetches in a row (nine idle minutes) the unbounded 2 ** n could not be made a
+    float: the error ended aiokafka's fetch routine, and a worker left idle that long never fetched again."""
+    from streams.agents.transport import EMPTY_FETCH_BACKOFF_S, IDLE_FETCH_BACKOFF_S, empty_fetch_backoff
+
+    waits = [empty_fetch_backoff(n) for n in range(0, 8)]
+    assert waits[0] == 0.0 and waits[1] == EMPTY_FETCH_BACKOFF_S and waits[2] == 2 * EMPTY_FETCH_BACKOFF_S
+    assert waits == sorted(waits) and waits[-1] == IDLE_FETCH_BACKOFF_S
+    assert empty_fetch_backoff(1_100) == empty_fetch_backoff(10**9) == IDLE_FETCH_BACKOFF_S
