@@ -60,6 +60,13 @@ again from the committed offsets. Seven things break that, each silently:
    `FETCH_LOOP_WAKE_S` (a seek, which sets no future, so waits up to that long for its fetch). Commits,
    heartbeats and the held fetches of point 8 are unchanged. (Figures: docs/benchmarks.md, Session 14.)
 
+10. Not faust's: a SyncGroup answer with an empty member assignment (no bytes at all: the leader's
+   assignment left this member out, or noida-db answered before the leader's) made aiokafka's coordinator
+   routine die decoding it; the member then never synced again, noida-db never expires it, and the whole
+   group waited in a completing rebalance forever (seen once in a clean-clone run: the pipeline bench's
+   two assemblers). A real Kafka broker sends such an answer too. Here it means "join again", as aiokafka
+   already does when a join yields no assignment.
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -74,6 +81,7 @@ from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.consumer.fetcher import Fetcher
+from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
 from faust import streams as faust_streams
 from faust.sensors import Monitor
 from faust.transport.drivers import aiokafka as driver
@@ -128,6 +136,24 @@ def _hold_empty_fetches() -> None:
     proc_fetch_request.holds_empty_fetches = True  # type: ignore[attr-defined]
     proc_fetch_request.__wrapped__ = original  # type: ignore[attr-defined]
     Fetcher._proc_fetch_request = proc_fetch_request  # type: ignore[method-assign]
+
+
+def _rejoin_on_empty_assignment() -> None:
+    """Patch aiokafka's group join once per process (point 10 above)."""
+    if getattr(CoordinatorGroupRebalance.perform_group_join, "rejoins_on_empty_assignment", False):
+        return
+    original = CoordinatorGroupRebalance.perform_group_join
+
+    async def perform_group_join(self: CoordinatorGroupRebalance) -> Any:
+        assignment = await perform_group_join.__wrapped__(self)  # type: ignore[attr-defined]
+        if assignment is not None and not assignment[1]:
+            log.warning("group %s: empty assignment from SyncGroup; joining again", self.group_id)
+            return None  # aiokafka waits its retry backoff and joins again
+        return assignment
+
+    perform_group_join.rejoins_on_empty_assignment = True  # type: ignore[attr-defined]
+    perform_group_join.__wrapped__ = original  # type: ignore[attr-defined]
+    CoordinatorGroupRebalance.perform_group_join = perform_group_join  # type: ignore[method-assign]
 
 
 class QuietMonitor(Monitor):
@@ -334,11 +360,12 @@ class Transport(driver.Transport):
         super().__init__(*args, **kwargs)
         faust_streams._CStreamIterator = None  # read per stream; see point 4 above
         _hold_empty_fetches()
+        _rejoin_on_empty_assignment()
 
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-9, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-10, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -356,6 +383,8 @@ PATCHED_INTERNALS: dict[str, str] = {
     "mode.threads:ServiceThread._thread_keepalive": "6ba5ca9dcbd62b0b",
     "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._create_consumer": "a4dc6ba0681a298c",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "2f1ba70443327538",
+    "aiokafka.consumer.group_coordinator:CoordinatorGroupRebalance.perform_group_join": "ff2c2109b2e9868d",
+    "aiokafka.consumer.group_coordinator:GroupCoordinator._do_rejoin_group": "3cb016c98a087a71",
 }
 
 

@@ -284,3 +284,50 @@ def test_the_hold_on_empty_fetches_stops_doubling_at_the_longest_wait() -> None:
     assert waits[0] == 0.0 and waits[1] == EMPTY_FETCH_BACKOFF_S and waits[2] == 2 * EMPTY_FETCH_BACKOFF_S
     assert waits == sorted(waits) and waits[-1] == IDLE_FETCH_BACKOFF_S
     assert empty_fetch_backoff(1_100) == empty_fetch_backoff(10**9) == IDLE_FETCH_BACKOFF_S
+
+
+def test_an_empty_assignment_from_sync_group_means_join_again(
+    consumer: SeekingConsumer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Point 10: aiokafka's coordinator routine died decoding an empty SyncGroup assignment, and the
+    group waited in a completing rebalance forever. aiokafka's own rejoin (`_do_rejoin_group`) runs
+    with the join answered by an empty assignment, then by a real one."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance, GroupCoordinator
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+    patched = CoordinatorGroupRebalance.perform_group_join
+    assert getattr(patched, "rejoins_on_empty_assignment", False)  # installed by the app's transport
+    answers = [("roundrobin", b"")]
+    real = ConsumerProtocolMemberAssignment(0, [("documents.assembled", [0, 1])], b"").encode()
+    answers.append(("roundrobin", real))
+
+    async def sync_group(self: CoordinatorGroupRebalance) -> tuple[str, bytes]:
+        return answers.pop(0)
+
+    monkeypatch.setattr(patched, "__wrapped__", sync_group)
+    completed: list[bytes] = []
+
+    async def on_join_complete(generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        completed.append(assignment)
+
+    coordinator = SimpleNamespace(
+        group_id="g",
+        coordinator_id=0,
+        _assignors=(),
+        _session_timeout_ms=10_000,
+        _retry_backoff_ms=1,
+        _rebalance_timeout_ms=10_000,
+        generation=1,
+        member_id="m",
+        _on_join_complete=on_join_complete,
+    )
+    subscription = SimpleNamespace(active=True)
+
+    async def rejoin() -> bool:
+        return await GroupCoordinator._do_rejoin_group(coordinator, subscription)  # type: ignore[arg-type]
+
+    assert asyncio.run(rejoin()) is False and completed == []  # empty: not decoded, joined again
+    assert asyncio.run(rejoin()) is True and completed == [real]
