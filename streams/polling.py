@@ -45,7 +45,7 @@ class QuietConsumer:
         self.window_s, self.probe_min_s, self.probe_max_s = window_s, probe_min_s, probe_max_s
         self._paused: dict[tuple[str, int], int] = {}  # partition -> its position (next offset) when paused
         self._reseek: dict[tuple[str, int], int] = {}  # resumed partitions whose wake-up seek has not taken yet
-        self._starts: dict[tuple[str, int], int] = {}  # where assign() put each partition, when it said so
+        self._starts: dict[tuple[str, int], int] = {}  # where assign() or our last seek put each partition
         self._assigned: frozenset[tuple[str, int]] = frozenset()
         self._probe_s = probe_min_s
         self._next_probe = 0.0
@@ -96,6 +96,10 @@ class QuietConsumer:
         """A seek wakes librdkafka's fetcher at once; a bare resume waited up to a second for it. Right
         after a resume the partition may not be fetchable yet and the seek fails: it is tried again at
         the next `consume` until it takes (or the partition is paused again)."""
+        # After a seek librdkafka reports no position until it delivers a message; without this, a
+        # partition caught up right after one was judged from where assign() put it, and a probe later
+        # "resumed" it there: everything since was read again.
+        self._starts[key] = position
         try:
             self.consumer.seek(TopicPartition(*key, position))
             self._reseek.pop(key, None)
