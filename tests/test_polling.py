@@ -30,6 +30,13 @@ def _fetch_requests_at(stats: list[dict], monotonic_s: float) -> int:
     return _fetch_requests(before) if before else 0
 
 
+def _read(quiet: QuietConsumer, into: list[bytes], until: int, seconds: float, batch: int = 100) -> None:
+    """Consume into `into` until it holds `until` values or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while len(into) < until and time.monotonic() < deadline:
+        into.extend(m.value() for m in quiet.consume(batch, 0.2) if not m.error())
+
+
 def _consumer(address: str, stats: list[dict]) -> Consumer:
     return Consumer(
         {
@@ -126,9 +133,7 @@ def test_a_busy_consumer_stops_fetching_ahead_and_resumes_where_it_stopped(servi
         producer.produce("q", value, partition=n % 3)
     producer.flush(10)
     received: list[bytes] = []
-    deadline = time.monotonic() + 10
-    while not received and time.monotonic() < deadline:
-        received.extend(m.value() for m in quiet.consume(5, 0.5) if not m.error())
+    _read(quiet, received, 1, 10, batch=5)
     assert 0 < len(received) <= 5
     time.sleep(0.5)  # let librdkafka fetch the rest ahead, as it does while a sink writes its batch
     with quiet.busy():
@@ -138,9 +143,7 @@ def test_a_busy_consumer_stops_fetching_ahead_and_resumes_where_it_stopped(servi
         producer.flush(10)
         time.sleep(2.0)
         busy_until = time.monotonic()
-    deadline = time.monotonic() + 10
-    while len(received) < len(sent) and time.monotonic() < deadline:
-        received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
+    _read(quiet, received, len(sent), 10)
     # Nothing more may come: not the fetched-ahead queue, and not a re-read from where assign() put the
     # partitions (librdkafka reports no position after a seek, and a caught-up pause judged from there).
     again = [m.value() for m in quiet.consume(100, 2.0) if not m.error()]
@@ -164,18 +167,12 @@ def test_a_partition_sought_after_busy_is_not_read_again_from_its_start(service)
         producer.produce("q", f"f{n}".encode(), partition=n % 3)
     producer.flush(10)
     received: list[bytes] = []
-    deadline = time.monotonic() + 10
-    while len(received) < 12 and time.monotonic() < deadline:
-        received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
+    _read(quiet, received, 12, 10)
     for batch in range(2):  # the second batch is where partitions 1 and 2 were sought back to 0
         with quiet.busy():
             producer.produce("q", f"late{batch}".encode(), partition=0)  # partitions 1 and 2 get nothing more
             producer.flush(10)
-        deadline = time.monotonic() + 10
-        while len(received) < 13 + batch and time.monotonic() < deadline:
-            received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        received.extend(m.value() for m in quiet.consume(100, 0.2) if not m.error())
+        _read(quiet, received, 13 + batch, 10)
+    _read(quiet, received, 10**9, 3)  # anything delivered twice would arrive here
     raw.close()
     assert sorted(received) == sorted([*(f"f{n}".encode() for n in range(12)), b"late0", b"late1"])
