@@ -17,8 +17,9 @@ def active_groups(settings: Settings) -> set[str]:
     """Groups the broker knows about (empty when the broker does not support listing)."""
     from confluent_kafka.admin import AdminClient
 
+    admin = AdminClient(client_config(settings))  # held until the answer: a client dropped first cancels it
     try:
-        result = AdminClient(client_config(settings)).list_consumer_groups(request_timeout=5).result()
+        result = admin.list_consumer_groups(request_timeout=5).result()
         return {g.group_id for g in result.valid}
     except Exception:
         return set()

@@ -241,8 +241,21 @@ class Collector:
             if not self.result.dead_for(d) and not self.result.complete(d, a, s)
         ]
         raise ServiceError(
-            f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}"
+            f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}; "
+            f"{self._where()}"
         )
+
+    def _where(self) -> str:
+        """Where the stream stood: each group's lag and whether the broker lists it (a stalled rebalance
+        shows as a listed group whose lag does not move), so a timeout says which stage stopped."""
+        from streams.ops.lag import active_groups, lag_report
+
+        try:
+            listed = active_groups(self.settings)
+            totals = lag_report(self.settings, include_idle=True)["totals"]
+        except Exception as exc:  # the broker itself may be what stopped
+            return f"groups unknown ({exc})"
+        return "lag " + ", ".join(f"{g} {n}{'' if g in listed else ' (not listed)'}" for g, n in sorted(totals.items()))
 
     def pause(self) -> None:
         """Stop fetching altogether: a benchmark must not spend the CPU of the pipeline it measures."""

@@ -9,8 +9,8 @@ import urllib.request
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from streams.ops.embedded import broker
-from streams.ops.lag import lag_report
+from streams.ops.embedded import ServiceError, broker
+from streams.ops.lag import active_groups, lag_report
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
 from streams.ops.topics import ensure_topics
 from streams.settings import Settings
@@ -68,6 +68,40 @@ def _value(text: str, name: str, **labels: str) -> float:
         if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def test_a_group_that_has_joined_but_not_committed_is_listed_and_reported(tmp_path) -> None:
+    """A worker between its first records and its first commit is running: the broker's group list says so
+    (the admin client made for the listing was dropped before its answer, so the list was always empty)."""
+    with broker(tmp_path) as service:
+        settings = Settings(broker=service.address, partitions=2, data_dir=tmp_path)
+        ensure_topics(settings)
+        consumer = Consumer({"bootstrap.servers": service.address, "group.id": "streams-chunker-window"})
+        consumer.subscribe([settings.topics.documents])
+        try:
+            deadline = time.monotonic() + 60
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.2)
+            assert consumer.assignment()
+            assert "streams-chunker-window" in active_groups(settings)
+            assert "streams-chunker-window" in lag_report(settings)["totals"]
+        finally:
+            consumer.close()
+
+
+def test_a_collector_that_times_out_says_where_each_group_stood(tmp_path) -> None:
+    with broker(tmp_path) as service:
+        settings = Settings(broker=service.address, partitions=2, data_dir=tmp_path)
+        ensure_topics(settings)
+        producer = Producer({"bootstrap.servers": service.address})
+        producer.produce(settings.topics.pages, key=b"never", value=b"{}")
+        producer.flush(10)
+        collector = Collector(settings)
+        try:
+            with pytest.raises(ServiceError, match=r"never@0/window; lag .*streams-assembler 1 \(not listed\)"):
+                collector.wait([("never", 0)], ["window"], timeout=1)
+        finally:
+            collector.close()
 
 
 def test_metrics_endpoint_counts_what_was_processed(tmp_path) -> None:
