@@ -502,7 +502,12 @@ def audit(
         push_to_gateway(settings.pushgateway_url, job="streams-audit", registry=metrics.AUDIT_REGISTRY)
     summary = report.as_dict()
     if repaired is not None:
-        summary["repaired"] = {"rechunked": repaired.rechunked, "resunk": repaired.resunk, "flags": repaired.flags}
+        summary["repaired"] = {
+            "rechunked": repaired.rechunked,
+            "resunk": repaired.resunk,
+            "flags": repaired.flags,
+            "reported": repaired.reported,
+        }
     if as_json:
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:
@@ -516,7 +521,8 @@ def audit(
         if repaired is not None:
             err.print(
                 f"repair: re-chunked {repaired.rechunked} document versions, re-sank {repaired.resunk} chunks, "
-                f"fixed {repaired.flags} flags; run the audit again once the sinks have caught up"
+                f"fixed {repaired.flags} flags, re-sent {repaired.reported} indexed events; run the audit again once "
+                "the sinks have caught up"
             )
     if report.open_gaps():
         raise typer.Exit(1)

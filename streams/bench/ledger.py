@@ -177,6 +177,7 @@ def one_run(seed: int, docs: int, how: str, progress: Callable[[str], None]) -> 
         "gap_documents": gap_docs,
         "gaps": {k: v for k, v in report.counts().items() if v},
         "rechunked": repaired.rechunked if repaired else 0,
+        "reported": repaired.reported if repaired else 0,
         "lost_after": lost_after,
         "detect_s": round(detected_s, 1),
         "repair_s": round(repaired_s, 1),

@@ -35,6 +35,7 @@ from streams.core.records import build_records, manifest_for
 from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
+from streams.sinks.ledger import indexed_event
 from streams.strategies import build_chunker
 
 GAP_KINDS = (
@@ -43,6 +44,7 @@ GAP_KINDS = (
     "rows_missing",
     "vectors_missing",
     "wrong_latest",
+    "unreported",
     "orphan",
     "dead_lettered",
 )
@@ -154,6 +156,11 @@ class Ledger:
         found = self.manifests.get((doc_id, amendment, strategy), [])
         return next((m for m in found if m.chunker_version == chunker_version), None)
 
+    def reported(self, manifest: DocumentManifest, store: str) -> DocumentIndexed | None:
+        """The `documents.indexed` event of this manifest's lineage in `store`, if the topic holds one."""
+        found = self.indexed.get((manifest.doc_id, manifest.amendment_number, manifest.strategy), [])
+        return next((e for e in found if e.store == store and e.chunker_version == manifest.chunker_version), None)
+
     def dead_for(self, doc_id: str, stage: str) -> DeadLetter | None:
         return next((d for d in self.dead.get(doc_id, []) if d.stage == stage), None)
 
@@ -178,10 +185,14 @@ def read_ledger(
             m = DocumentManifest(**codec.decode("document_manifest", message.value()))
             known = ledger.manifests[(m.doc_id, m.amendment_number, m.strategy)]
             known[:] = [k for k in known if k.chunker_version != m.chunker_version] + [m]
+    reported: dict[bytes, DocumentIndexed] = {}  # by key: the latest wins and a tombstone deletes, as compaction does
     for message in read_topic(settings, topics.indexed, on_message=on_message):
-        if message.value() is not None:
-            e = DocumentIndexed(**codec.decode("document_indexed", message.value()))
-            ledger.indexed[(e.doc_id, e.amendment_number, e.strategy)].append(e)
+        if message.value() is None:
+            reported.pop(message.key() or b"", None)
+        else:
+            reported[message.key() or b""] = DocumentIndexed(**codec.decode("document_indexed", message.value()))
+    for e in reported.values():
+        ledger.indexed[(e.doc_id, e.amendment_number, e.strategy)].append(e)
     for message in read_topic(settings, topics.versions, on_message=on_message):
         doc_id = (message.key() or b"").decode("utf-8", "replace")
         if message.value() is None:
@@ -294,6 +305,11 @@ def audit(
                         kind = "rows_missing" if store.holds_tables else "vectors_missing"
                         detail = f"{len(missing)} of {len(ids)}"
                         report.gaps.append(Gap(kind, doc_id, version.amendment, strategy, store.name, detail, missing))
+                    elif ledger.reported(manifest, store.name) is None:
+                        # held, but its `documents.indexed` event is gone (a broker that lost it) or not sent yet
+                        report.gaps.append(
+                            Gap("unreported", doc_id, version.amendment, strategy, store.name, manifest.chunker_version)
+                        )
                     flags = store.latest_flags([cid for cid in ids if found.get(cid) == STORED])
                     wrong = [cid for cid, flag in flags.items() if flag != is_latest]
                     if wrong:
@@ -317,6 +333,7 @@ class RepairReport:
     rechunked: int = 0
     resunk: int = 0
     flags: int = 0
+    reported: int = 0
     skipped: list[Gap] = field(default_factory=list)
 
 
@@ -357,6 +374,8 @@ def repair(
             done.flags += len(gap.ids)
         elif gap.kind == "vectors_missing" and mongo is not None and _resink(settings, codec, out, mongo, gap):
             done.resunk += len(gap.ids)
+        elif gap.kind == "unreported":
+            done.reported += _report(settings, codec, out, ledger, by_name[gap.store], gap)
         else:
             rechunk[(gap.doc_id, gap.amendment)].add(gap.strategy)
         if on_gap:
@@ -384,6 +403,17 @@ def _publish(settings: Settings, codec: AvroCodec, out: Producer, records: list[
     manifest = manifest_for(records, int(time.time() * 1000))
     value = codec.encode("document_manifest", manifest.model_dump(), topics.manifests)
     out.produce(topics.manifests, key=manifest.key.encode(), value=value)
+
+
+def _report(settings: Settings, codec: AvroCodec, out: Producer, ledger: Ledger, store: ChunkSink, gap: Gap) -> int:
+    """The `documents.indexed` event the sink would send, sent again when the store still holds it all."""
+    manifest = ledger.manifest(gap.doc_id, gap.amendment, gap.strategy, gap.detail)
+    event = indexed_event(manifest, store) if manifest is not None else None
+    if event is None:
+        return 0
+    topic = settings.topics.indexed
+    out.produce(topic, key=event.key.encode(), value=codec.encode("document_indexed", event.model_dump(), topic))
+    return 1
 
 
 def _resink(settings: Settings, codec: AvroCodec, out: Producer, mongo: ChunkSink, gap: Gap) -> bool:
@@ -462,14 +492,7 @@ def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], st
                     ids = manifest.ids_held_by(store.holds_tables)
                     found = store.account(ids) if ids else {}
                     flags = store.latest_flags([c for c in ids if found.get(c) == STORED])
-                    indexed = next(
-                        (
-                            e
-                            for e in ledger.indexed.get((doc_id, version.amendment, strategy), [])
-                            if e.store == store.name and e.chunker_version == manifest.chunker_version
-                        ),
-                        None,
-                    )
+                    indexed = ledger.reported(manifest, store.name)
                     row["stores"][store.name] = {
                         "expected": len(ids),
                         "held": len(found),

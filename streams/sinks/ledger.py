@@ -24,6 +24,27 @@ class Pending:
     offset: int
 
 
+def indexed_event(manifest: DocumentManifest, sink: ChunkSink) -> DocumentIndexed | None:
+    """The event saying `sink`'s store holds every chunk of `manifest` it must hold, or None while it does
+    not. Shared by the sinks and the audit's repair, so an event re-sent for a lost one is the sink's."""
+    ids = manifest.ids_held_by(sink.holds_tables)
+    found = sink.account(ids) if ids else {}
+    if any(cid not in found for cid in ids):
+        return None
+    outcomes = set(found.values())
+    outcome = "indexed" if outcomes <= {STORED} else RETIRED if RETIRED in outcomes else "superseded"
+    return DocumentIndexed(
+        doc_id=manifest.doc_id,
+        amendment_number=manifest.amendment_number,
+        strategy=manifest.strategy,
+        chunker_version=manifest.chunker_version,
+        store=sink.name,
+        chunk_count=len(ids),
+        outcome=outcome,
+        indexed_ms=int(time.time() * 1000),
+    )
+
+
 class Tracker:
     """Pending manifests of one sink, checked against its store; completes them into `DocumentIndexed`."""
 
@@ -49,25 +70,9 @@ class Tracker:
             item = self.pending.get(key)
             if item is None:
                 continue
-            manifest = item.manifest
-            ids = manifest.ids_held_by(self.sink.holds_tables)
-            found = self.sink.account(ids) if ids else {}
-            if any(cid not in found for cid in ids):
-                continue
-            outcomes = set(found.values())
-            outcome = "indexed" if outcomes <= {STORED} else RETIRED if RETIRED in outcomes else "superseded"
-            done.append(
-                DocumentIndexed(
-                    doc_id=manifest.doc_id,
-                    amendment_number=manifest.amendment_number,
-                    strategy=manifest.strategy,
-                    chunker_version=manifest.chunker_version,
-                    store=self.sink.name,
-                    chunk_count=len(ids),
-                    outcome=outcome,
-                    indexed_ms=int(time.time() * 1000),
-                )
-            )
+            event = indexed_event(item.manifest, self.sink)
+            if event is not None:
+                done.append(event)
         return done
 
     def done(self, events: Iterable[DocumentIndexed]) -> None:

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from streams.codec.avro import AvroCodec
 from streams.core.document import assemble
@@ -23,6 +24,7 @@ from streams.core.events import DocumentIndexed
 from streams.core.records import build_records, is_table
 from streams.ops.audit import audit, audit_stores, read_topic, repair
 from streams.ops.pipeline import LocalPipeline, publish_pages
+from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
@@ -184,20 +186,33 @@ def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_da
         mongo.close()
         lost_vectors = [r.chunk_id for r in expected[(docs[2][0].doc_id, 0, "section")]]
         LanceTarget(settings.lance_dir).delete(lost_vectors)
+        # An indexed event gone as a broker that loses acknowledged writes loses it (a tombstone reads the same).
+        [unreported] = [e for e in events if (e.doc_id, e.strategy, e.store) == (docs[3][0].doc_id, "window", "mongo")]
+        tombstone = Producer(client_config(settings))
+        tombstone.produce(settings.topics.indexed, key=unreported.key.encode(), value=None)
+        assert tombstone.flush(10) == 0
 
         report, _ = run_audit(settings)
         kinds = Counter(g.kind for g in report.gaps)
-        assert kinds == {"rows_missing": 1, "vectors_missing": 1, "wrong_latest": 1, "dead_lettered": 1}, kinds
+        assert kinds == {
+            "rows_missing": 1,
+            "vectors_missing": 1,
+            "wrong_latest": 1,
+            "unreported": 1,
+            "dead_lettered": 1,
+        }, kinds
         by_kind = {g.kind: g for g in report.gaps}
         assert sorted(by_kind["rows_missing"].ids) == sorted(lost_rows)
         assert sorted(by_kind["vectors_missing"].ids) == sorted(lost_vectors)
         assert by_kind["wrong_latest"].ids == [flipped]
+        assert (by_kind["unreported"].doc_id, by_kind["unreported"].store) == (unreported.doc_id, "mongo")
 
         damaged = cli(settings, "audit", "--json", "-s", "window", "-s", "section")
         assert damaged.returncode == 1  # gaps remain: a CronJob fails, an alert fires
 
         _, repaired = run_audit(settings, repair=True)
         assert repaired.rechunked == 1 and repaired.resunk == len(lost_vectors) and repaired.flags == 1
+        assert repaired.reported == 1
         deadline = time.monotonic() + 120
         while True:
             pipeline.check_workers()
@@ -207,3 +222,5 @@ def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_da
             assert time.monotonic() < deadline, [g.as_dict() for g in report.gaps]
             time.sleep(1)
         assert store_state(settings) == clean
+        [resent] = [e for e in indexed_events(settings) if e.key == unreported.key][-1:]
+        assert (resent.chunk_count, resent.outcome) == (unreported.chunk_count, "indexed")
