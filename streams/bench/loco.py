@@ -22,11 +22,12 @@ import numpy as np
 GRIDS: dict[str, list[dict[str, Any]]] = {
     "cluster": [
         {},
-        {"threshold": 0.7},
-        {"threshold": 0.8},
-        {"max_tokens": 150},
+        {"merge_threshold": 0.65},
+        {"merge_threshold": 0.75},
+        {"min_tokens": 35},
+        {"max_tokens": 300},
+        {"merge_threshold": None, "min_tokens": 50, "max_tokens": 200},  # 1.2.3: no second stage
         {"segmentation": "optimal"},
-        {"segmentation": "optimal", "max_tokens": 150},
     ],
     "semantic": [
         {},

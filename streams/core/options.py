@@ -16,7 +16,7 @@ import json
 from typing import Any, ClassVar, Literal
 
 from annotated_types import Ge, Gt, Le, Lt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 #: A piece of at most this many tokens is a fragment: it joins a neighbour whatever its kind.
 FRAGMENT_TOKENS = 30
@@ -199,13 +199,25 @@ class ClusterOptions(StrategyOptions):
     summary: ClassVar[str] = "adjacent sentences cluster while their mean similarity holds"
 
     threshold: float = Field(0.75, ge=-1.0, le=1.0, description="cosine similarity a sentence needs to join")
-    min_tokens: int = Field(50, ge=0, le=100_000, description="smaller clusters join a neighbour")
-    max_tokens: int = Field(200, ge=8, le=100_000, description="larger clusters are split")
+    min_tokens: int = Field(40, ge=0, le=100_000, description="smaller clusters join a neighbour")
+    max_tokens: int = Field(250, ge=8, le=100_000, description="larger clusters are split")
+    merge_threshold: float | None = Field(
+        0.7,
+        ge=-1.0,
+        le=1.0,
+        description="neighbouring clusters whose centroids are this alike join while they fit (none: never)",
+    )
     segmentation: Literal["threshold", "optimal"] = Field(
         "threshold",
         description="threshold: grow a cluster while the next sentence's mean similarity holds; optimal: the "
         "split into runs of at most max_tokens that maximises similarity inside runs (threshold unused)",
     )
+
+    @field_validator("merge_threshold", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        """`none` from the environment or a config file turns the second stage off."""
+        return None if isinstance(value, str) and value.strip().lower() in {"none", "null", "off"} else value
 
     @model_validator(mode="after")
     def _ordered(self) -> ClusterOptions:

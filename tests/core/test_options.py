@@ -63,7 +63,8 @@ def test_every_strategy_declares_options_with_seed_defaults() -> None:
         (
             "cluster",
             {"max_size": 5},
-            "cluster: unknown option 'max_size' (options: threshold, min_tokens, max_tokens, segmentation)",
+            "cluster: unknown option 'max_size' (options: threshold, min_tokens, max_tokens, merge_threshold, "
+            "segmentation)",
         ),
         ("nonsense", {}, "unknown strategy 'nonsense'"),
     ],
@@ -74,6 +75,14 @@ def test_a_bad_value_is_one_line_naming_strategy_option_and_range(strategy, valu
     message = str(info.value)
     assert expected in message
     assert "\n" not in message
+
+
+def test_cluster_second_stage_is_turned_off_by_none_from_the_environment() -> None:
+    off = make_options("cluster", {"merge_threshold": "none"})
+    assert off.merge_threshold is None and off.lineage_tag()  # another lineage than the default
+    assert make_options("cluster", {"merge_threshold": "0.6"}).merge_threshold == 0.6
+    with pytest.raises(OptionsError, match="merge_threshold"):
+        make_options("cluster", {"merge_threshold": "sometimes"})
 
 
 def test_explicit_defaults_are_the_default_lineage() -> None:

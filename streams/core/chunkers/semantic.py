@@ -10,6 +10,7 @@ comparison so tiny float differences between batchings cannot move a boundary in
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -104,6 +105,7 @@ class _SentenceEmbeddingChunker(Chunker):
         groups, threshold = self.group(vectors, units, text)
         groups = self._split_oversized(groups, units, counter)
         groups = self._fill(self._merge_small(groups, units, vectors, counter), units, counter)
+        groups = self._refine(groups, units, vectors, counter)
         drafts = [self._draft(text, units, vectors, g, threshold) for g in groups]
         if self.heading_context:
             headings = heading_lines(text)
@@ -247,6 +249,12 @@ class _SentenceEmbeddingChunker(Chunker):
             i += 1
         return out
 
+    def _refine(
+        self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
+    ) -> list[_Group]:
+        """A strategy's last word on groups that already meet the bounds (none by default)."""
+        return groups
+
     def _rebalance(self, a: _Group, b: _Group, tokens: Callable[[_Group], int]) -> list[_Group]:
         """Split the union of two neighbours at the sentence that maximises the smaller side."""
         best: tuple[int, int] | None = None
@@ -361,7 +369,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.2.3"
+    version = "1.3.0"
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True
@@ -370,15 +378,19 @@ class ClusterChunker(_SentenceEmbeddingChunker):
         self,
         tokenizer: Tokenizer,
         threshold: float = 0.75,
-        min_tokens: int = 50,
-        max_tokens: int = 200,
+        min_tokens: int = 40,
+        max_tokens: int = 250,
         embedder: Embedder | None = None,
         model_path: str | None = None,
         segmentation: str = "threshold",
+        merge_threshold: float | None = 0.7,
     ) -> None:
         super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
         if not -1.0 <= threshold <= 1.0:
             raise ValueError("threshold is a cosine similarity in [-1, 1]")
+        if merge_threshold is not None and not -1.0 <= merge_threshold <= 1.0:
+            raise ValueError("merge_threshold is a cosine similarity in [-1, 1]")
+        self.merge_threshold = merge_threshold
         if segmentation not in ("threshold", "optimal"):
             raise ValueError("segmentation is threshold or optimal")
         self.threshold_amount = float(threshold)
@@ -400,6 +412,58 @@ class ClusterChunker(_SentenceEmbeddingChunker):
             first, total = j, vectors[j].astype(np.float64).copy()
         groups.append(_Group(first, len(units) - 1, "end_of_document"))
         return groups, self.threshold_amount
+
+    def _refine(
+        self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
+    ) -> list[_Group]:
+        """The second stage of the clustering: neighbouring clusters whose centroids are at least
+        `merge_threshold` alike join, the most alike pair first, while the union fits `max_tokens`. The
+        first stage compares single sentences with a cluster, which rarely reaches the threshold, so
+        without this the size bounds alone set most boundaries: a run on one topic stays in pieces
+        while unrelated crumbs are glued together."""
+        if self.merge_threshold is None or len(groups) < 2:
+            return groups
+
+        def tokens(g: _Group) -> int:
+            return counter(units[g.first][0], units[g.last][1])
+
+        return merge_alike(groups, vectors, tokens, self.merge_threshold, self.max_tokens)
+
+
+def merge_alike(
+    groups: list[_Group], vectors: np.ndarray, tokens: Callable[[_Group], int], threshold: float, limit: int
+) -> list[_Group]:
+    """Adjacent groups merged, most alike centroids first (similarities rounded; a tie takes the pair
+    further left), while the pair is at least `threshold` alike and its union fits `limit` tokens."""
+    out: list[_Group | None] = list(groups)
+    sums = [vectors[g.first : g.last + 1].astype(np.float64).sum(axis=0) for g in groups]
+    after = [*range(1, len(groups)), -1]
+    before = [-1, *range(len(groups) - 1)]
+
+    def alike(a: int, b: int) -> float:
+        denom = float(np.linalg.norm(sums[a]) * np.linalg.norm(sums[b])) or 1.0
+        return round(float(sums[a] @ sums[b]) / denom, ROUND)
+
+    heap = [(-alike(i, i + 1), i, i + 1) for i in range(len(groups) - 1)]
+    heapq.heapify(heap)
+    while heap:
+        negative, a, b = heapq.heappop(heap)
+        left, right = out[a], out[b]
+        if left is None or right is None or after[a] != b or -negative != alike(a, b):
+            continue  # stale: one side has merged since this pair was scored
+        if -negative < threshold:
+            break
+        union = _Group(left.first, right.last, right.reason)
+        if tokens(union) > limit:
+            continue
+        out[a], out[b], sums[a] = union, None, sums[a] + sums[b]
+        after[a] = after[b]
+        if after[b] >= 0:
+            before[after[b]] = a
+        for pair in ((before[a], a), (a, after[a])):
+            if pair[0] >= 0 and pair[1] >= 0:
+                heapq.heappush(heap, (-alike(*pair), *pair))
+    return [g for g in out if g is not None]
 
 
 def paragraph_ends(text: str, units: Sequence[Span]) -> np.ndarray:

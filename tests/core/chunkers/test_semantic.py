@@ -23,6 +23,7 @@ from streams.core.chunkers.semantic import (
     SemanticChunker,
     _Group,
     _RangeCounter,
+    merge_alike,
 )
 from streams.core.document import assemble
 from streams.core.embedding import Embedder
@@ -196,7 +197,36 @@ def test_small_cluster_joins_the_neighbour_on_its_side_of_a_line_break(embedder:
 
 def test_cluster_defaults_match_the_retrieval_target() -> None:
     chunker = ClusterChunker(get_tokenizer())
-    assert (chunker.max_tokens, chunker.min_tokens, chunker.threshold_amount) == (200, 50, 0.75)
+    assert (chunker.max_tokens, chunker.min_tokens, chunker.threshold_amount) == (250, 40, 0.75)
+    assert chunker.merge_threshold == 0.7
+
+
+def _unit_vectors(*angles: float) -> np.ndarray:
+    return np.array([[np.cos(a), np.sin(a)] for a in angles])
+
+
+def test_alike_neighbours_merge_most_alike_first_within_the_budget() -> None:
+    """Groups 0..3 (10 tokens each, one unit each): 1 and 2 are the most alike pair and merge first; then
+    the union {1,2} is alike enough to 0 but a third member would pass the budget, so 0 stays alone; 3
+    is too unlike anything to join."""
+    groups = [_Group(i, i, "threshold") for i in range(4)]
+    vectors = _unit_vectors(0.30, 0.10, 0.12, 1.50)
+    merged = merge_alike(groups, vectors, lambda g: 10 * (g.last - g.first + 1), 0.9, 20)
+    assert [(g.first, g.last) for g in merged] == [(0, 0), (1, 2), (3, 3)]
+    merged = merge_alike(groups, vectors, lambda g: 10 * (g.last - g.first + 1), 0.9, 30)
+    assert [(g.first, g.last) for g in merged] == [(0, 2), (3, 3)]
+
+
+def test_without_a_merge_threshold_the_second_stage_changes_nothing(embedder: Embedder) -> None:
+    body = (FIXTURES / "topics.txt").read_text(encoding="utf-8").replace("\f", "\n\n")
+    doc = make_doc([body])
+    plain = ClusterChunker(get_tokenizer(), min_tokens=10, max_tokens=150, merge_threshold=None, embedder=embedder)
+    staged = ClusterChunker(get_tokenizer(), min_tokens=10, max_tokens=150, merge_threshold=0.5, embedder=embedder)
+    before, after = plain.chunk(doc), staged.chunk(doc)
+    assert len(after) < len(before)  # a topic's sentences come together
+    starts = {d.char_start for d in before}
+    assert all(d.char_start in starts for d in after)  # it only removes boundaries, never moves one
+    assert max(plain.tokenizer.count(d.text) for d in after) <= staged.max_tokens
 
 
 # --- pages, bounds, determinism, cache ------------------------------------------------------------
