@@ -46,6 +46,9 @@ class QuietConsumer:
         self._paused: dict[tuple[str, int], int] = {}  # partition -> its position (next offset) when paused
         self._reseek: dict[tuple[str, int], int] = {}  # resumed partitions whose wake-up seek has not taken yet
         self._starts: dict[tuple[str, int], int] = {}  # where assign() or our last seek put each partition
+        # The end a probe saw when it resumed a partition, and until when to trust it (a broker that lost
+        # records may never reach it again: librdkafka resets the position and the partition is judged anew)
+        self._ends: dict[tuple[str, int], tuple[int, float]] = {}
         self._assigned: frozenset[tuple[str, int]] = frozenset()
         self._probe_s = probe_min_s
         self._next_probe = 0.0
@@ -162,6 +165,7 @@ class QuietConsumer:
         if assigned != self._assigned:  # a rebalance or a new assign(): judge every partition afresh
             self._assigned = assigned
             self._paused.clear()
+            self._ends.clear()
 
     def _positions(self, keys: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The next offset each partition will deliver: librdkafka's application position once a message
@@ -188,28 +192,52 @@ class QuietConsumer:
     def _pause_caught_up(self, active: list[tuple[str, int]]) -> None:
         """Pause the partitions whose position has reached their high watermark.
 
-        Paused first and judged after: a fetch answered between the empty consume and the pause has its
-        records dropped by the pause and fetched again from the position on resume, and the position
-        checked after the pause is below the high watermark it brought, so the partition is resumed at once.
+        Only a partition that looks caught up is paused, and it is judged again after the pause: a fetch
+        answered between the empty consume and the pause has its records dropped by the pause and fetched
+        again from the position on resume, and the position checked after the pause is below the high
+        watermark it brought, so the partition is resumed at once. A partition known to be behind is never
+        paused: a pause cancels the fetch in flight, so under load, with fetches slower than the window,
+        records waited for a lucky fetch, for seconds or for ever.
         """
-        self.consumer.pause([TopicPartition(t, p) for t, p in active])
-        positions = self._positions(active)
+        behind, _ = self._judge(active)
+        looks_caught_up = [key for key in active if key not in behind]
+        if not looks_caught_up:
+            return
+        self.consumer.pause([TopicPartition(t, p) for t, p in looks_caught_up])
+        behind, caught_up = self._judge(looks_caught_up)
+        if behind:
+            self.consumer.resume([TopicPartition(t, p) for t, p in behind])
+        if caught_up:
+            self._paused.update(caught_up)
+            self._next_probe = time.monotonic() + self._probe_s
+
+    def _judge(self, keys: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], dict[tuple[str, int], int]]:
+        """The partitions still behind, and those caught up with the position each has reached.
+
+        A partition a probe resumed is behind until it reaches the end the probe saw: the cached watermark
+        is the last fetch's, from before the pause, so by it the partition looked caught up already.
+        """
+        positions = self._positions(keys)
+        now = time.monotonic()
         behind: list[tuple[str, int]] = []
-        for key in active:
+        caught_up: dict[tuple[str, int], int] = {}
+        for key in keys:
             try:
                 low, high = self.consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
             except KafkaException:
                 low = high = None
             # A partition with nothing in it has one possible position, whatever anyone committed.
             position = positions.get(key, high if high is not None and low == high else None)
+            end, trusted_until = self._ends.get(key, (-1, 0.0))
+            if position is not None and (position >= end or now > trusted_until):
+                self._ends.pop(key, None)  # reached, or a broker that lost records never brings it back
+            elif position is not None:
+                high = max(high if high is not None else -1, end)
             if high is None or high < 0 or position is None or position < high:
                 behind.append(key)
             else:
-                self._paused[key] = position
-        if behind:
-            self.consumer.resume([TopicPartition(t, p) for t, p in behind])
-        if len(behind) < len(active):
-            self._next_probe = time.monotonic() + self._probe_s
+                caught_up[key] = position
+        return behind, caught_up
 
     def _probe(self) -> None:
         paused = list(self._paused)
@@ -223,6 +251,10 @@ class QuietConsumer:
                 # (librdkafka then resets an out-of-range position; staying paused would wait forever)
                 if tp.error is not None or tp.offset < 0 or _moved(tp.offset, self._paused[(tp.topic, tp.partition)])
             ]
+            trusted_until = time.monotonic() + 10 * self.probe_max_s
+            for tp in latest:
+                if tp.error is None and tp.offset > self._paused[(tp.topic, tp.partition)]:
+                    self._ends[(tp.topic, tp.partition)] = (tp.offset, trusted_until)
         except KafkaException:  # the broker is away: let librdkafka fetch and reconnect as it would
             grown = paused
         if grown:
