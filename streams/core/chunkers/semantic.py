@@ -298,8 +298,12 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.3.0"
+    version = "1.4.0"
     heading_context = True
+    # A group under min_tokens joins the neighbour in its own paragraph before the more similar one:
+    # small groups used to cross paragraphs, so a chunk ran a little past the passage it answered
+    # (issue 23; docs/benchmarks.md, session 16).
+    merge_within_blocks = True
     strategy_label = "semantic_percentile"
 
     def __init__(

@@ -171,6 +171,9 @@ def test_cluster_keeps_topics_apart_and_order(embedder: Embedder, topics_doc: As
     assert meta["threshold"] == 0.75 and meta["max_tokens"] == 200
 
 
+STRATEGIES = (SemanticChunker, ClusterChunker)
+
+
 def test_small_cluster_joins_the_neighbour_on_its_side_of_a_line_break(embedder: Embedder) -> None:
     """Similarity alone would pull the short sentence across the heading into the next section."""
     text = "Alpha beta gamma delta epsilon zeta eta theta. Iota kappa.\n= History =\nLambda mu nu xi omicron pi rho."
@@ -185,14 +188,13 @@ def test_small_cluster_joins_the_neighbour_on_its_side_of_a_line_break(embedder:
     # The middle group is more similar to the last, but only the first shares its line.
     vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
     groups = [_Group(0, 0, "threshold"), _Group(1, 1, "threshold"), _Group(2, 2, "end_of_document")]
-    merged = {
-        cls.name: cls(get_tokenizer(), min_tokens=8, max_tokens=200, embedder=embedder)._merge_small(
-            list(groups), units, vectors, counter
-        )
-        for cls in (SemanticChunker, ClusterChunker)
-    }
-    assert [(g.first, g.last) for g in merged["semantic"]] == [(0, 0), (1, 2)], "by similarity"
-    assert [(g.first, g.last) for g in merged["cluster"]] == [(0, 1), (2, 2)], "same side of the break"
+    chunkers = {cls.name: cls(get_tokenizer(), min_tokens=8, max_tokens=200, embedder=embedder) for cls in STRATEGIES}
+    for name, chunker in chunkers.items():
+        merged = chunker._merge_small(list(groups), units, vectors, counter)
+        assert [(g.first, g.last) for g in merged] == [(0, 1), (2, 2)], f"{name}: same side of the break"
+    chunkers["semantic"].merge_within_blocks = False  # semantic before 1.4.0
+    merged = chunkers["semantic"]._merge_small(list(groups), units, vectors, counter)
+    assert [(g.first, g.last) for g in merged] == [(0, 0), (1, 2)], "by similarity alone"
 
 
 def test_cluster_defaults_match_the_retrieval_target() -> None:
