@@ -227,7 +227,12 @@ def quality(
     if report["targets"]:
         t = report["targets"]
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
-        for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size"):
+        keys = (
+            "cluster_vs_chroma_cluster",
+            "semantic_vs_recursive_same_size",
+            "semantic_vs_recursive_same_size_per_corpus",
+        )
+        for key in keys:
             if key in t:
                 below = [c for c, ok in t[key]["corpora"].items() if not ok]
                 detail = f"; below on {', '.join(below)}" if below else ""

@@ -17,10 +17,13 @@ from streams.bench.chunk import run_chunk_bench
 from streams.bench.cli import bench_app
 from streams.bench.quality import (
     Chunk,
+    EvalSet,
     Question,
     difference,
     load_eval_set,
     locate,
+    mean_tokens,
+    recursive_at_corpus_means,
     run_quality,
     score_question,
     union_ranges,
@@ -247,6 +250,27 @@ def test_quality_with_baselines(eval_dir: Path) -> None:
         assert 0 < r["recall"] <= 1 and 0 < r["precision"] <= 1 and 0 < r["iou"] <= 1
         assert r["mean_tokens"] > 0
     assert report["targets"]["best_strategy"] == "section"
+
+
+@needs_baselines
+def test_recursive_matched_corpus_by_corpus_meets_each_corpus_own_mean() -> None:
+    """Two corpora of different grain, each matched to its own mean: a pool-wide match would size both
+    alike, and IoU, which falls with size, would compare each corpus at a size the strategy did not use."""
+    short = "\n\n".join(f"Note {n}: the pump on line {n} was checked and found dry." for n in range(60))
+    long = "\n\n".join(
+        " ".join(f"Paragraph {n} sentence {m} describes the harbor crane maintenance in detail." for m in range(12))
+        for n in range(20)
+    )
+    eval_set = EvalSet({"short": short, "long": long}, {}, [])
+    targets = {"short": 40.0, "long": 150.0}
+    sizes, chunks = recursive_at_corpus_means(eval_set, targets)
+    assert set(sizes) == {"short", "long"} and sizes["short"] < sizes["long"]
+    for cid, text in eval_set.corpora.items():
+        mine = [c for c in chunks if c.corpus_id == cid]
+        assert all(text[c.start : c.end] == c.text for c in mine)
+        assert abs(mean_tokens(mine) - targets[cid]) <= 0.2 * targets[cid], (cid, mean_tokens(mine))
+    pooled = mean_tokens(chunks)
+    assert min(targets.values()) < pooled < max(targets.values())
 
 
 def test_cli_chunk_json_is_one_object(corpus_dir: Path) -> None:
