@@ -171,9 +171,9 @@ class Settings(BaseSettings):
     #: is counted (streams_vector_long_chunks_total, streams_embedding_long_texts_total).
     embed_long_chunks: str = Field(default="mean", pattern="^(truncate|mean)$")
     delete_superseded_vectors: bool = False
-    #: Strategies whose vectors embed a chunk's heading (its section path's last part) before its text; the
-    #: stored text stays plain. Where it retrieves better: docs/benchmarks.md, session 13.
-    embed_context: list[str] = Field(default_factory=lambda: ["semantic", "hybrid"])
+    #: Strategies whose vectors embed a chunk's heading path (its section path) before its text; the stored
+    #: text stays plain. Where it retrieves better: docs/benchmarks.md, sessions 13 and 16.
+    embed_context: list[str] = Field(default_factory=lambda: ["semantic", "cluster", "hybrid"])
     #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
     sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
     #: Records a sink takes per poll and writes per batch (`streams sink --batch-size` overrides it).

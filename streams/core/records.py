@@ -32,10 +32,11 @@ def content_hash(text: str, normalized: str | None = None) -> str:
 
 
 def embedding_text(text: str, section_path: Sequence[str]) -> str:
-    """What is embedded for a chunk whose vector carries its context: its nearest heading, then its text
-    (the heading once: not again when the text opens with it). The record keeps the plain text."""
-    heading = section_path[-1] if section_path else ""
-    return f"{heading}\n{text}" if heading and not text.lstrip().startswith(heading) else text
+    """What is embedded for a chunk whose vector carries its context: its heading path, outermost first,
+    then its text (the context once: not again when the text opens with it), as Docling's `contextualize`
+    does. The record keeps the plain text."""
+    context = " > ".join(h for h in section_path if h)
+    return f"{context}\n{text}" if context and not text.lstrip().startswith(context) else text
 
 
 def chunk_id(

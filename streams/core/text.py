@@ -40,6 +40,8 @@ COLUMN_GAP = re.compile(r" {2,}|\t")
 ALIGNED_GAP = re.compile(rf"\S(?:{COLUMN_GAP.pattern})\S")
 #: A Markdown heading (hashes, title) on a stripped line.
 MD_HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>\S.*?)\s*#*\s*$")
+# MediaWiki's `== Title ==`, also as tokenised dumps (WikiText) write it, `= = Title = =`.
+WIKI_HEADING = re.compile(r"^[ \t]*(?P<marks>(?:=[ \t]*)+)(?P<title>[^=\s].*?)[ \t]*(?:=[ \t]*)+$")
 # Characters that re.I matches to an ASCII letter but str.lower() does not map to it (or that change
 # length when lowered); without them a lowercase pattern over the lowered text finds exactly what the
 # re.I pattern finds in the text, and Python's re is several times faster without re.I.
@@ -315,13 +317,13 @@ def pack_units_exact(
 
 
 def heading_lines(text: str) -> list[tuple[int, str]]:
-    """(offset, title) of every line that reads as a heading: a Markdown heading, or a short line that
-    opens a paragraph and does not end like a sentence (PDF and plain-text titles, table captions)."""
+    """(offset, title) of every line that reads as a heading: a Markdown or MediaWiki heading, or a short
+    line that opens a paragraph and does not end like a sentence (PDF and plain-text titles, table captions)."""
     found: list[tuple[int, str]] = []
     for match in _ANY_LINE.finditer(text):
         line = match.group(0).strip()
-        heading = MD_HEADING.match(line)
-        if heading:
+        heading = MD_HEADING.match(line) or WIKI_HEADING.match(line)
+        if heading and any(c.isalnum() for c in heading["title"]):
             found.append((match.start(), heading["title"]))
             continue
         opens = match.start() == 0 or text[max(0, match.start() - 2) : match.start()] == "\n\n"
@@ -329,6 +331,46 @@ def heading_lines(text: str) -> list[tuple[int, str]]:
         if opens and 2 <= len(words) <= 12 and not line.endswith((".", ",", ";", ":")) and _A_LETTER.search(line):
             found.append((match.start(), line))
     return found
+
+
+def markup_heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of a line whose own markup makes it a heading (Markdown `#` or MediaWiki `=`
+    marks), else None: a heading guessed from its shape has no level to place it in a path."""
+    heading = MD_HEADING.match(line.strip()) or WIKI_HEADING.match(line.strip())
+    if heading is None or not any(c.isalnum() for c in heading["title"]):
+        return None
+    return heading["marks"].count("#") or heading["marks"].count("="), heading["title"]
+
+
+def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, ...]]]:
+    """(offset, path) at every heading with markup: the titles of the sections open there, outermost
+    first, leaving out any heading whose section covers more than `share` of the text.
+
+    A title over the whole document is the same for every chunk of it, so it tells a chunk from no
+    other chunk in the document and only dilutes each vector; the titles of articles in a collection,
+    and of sections, are what tell chunks apart (docs/benchmarks.md, session 16)."""
+    found = [(m.start(), *h) for m in _ANY_LINE.finditer(text) if (h := markup_heading(m.group(0)))]
+    ends = [len(text)] * len(found)
+    open_at: list[int] = []  # indices of the headings whose sections are still open
+    for i, (offset, level, _) in enumerate(found):
+        while open_at and found[open_at[-1]][1] >= level:
+            ends[open_at.pop()] = offset
+        open_at.append(i)
+    paths: list[tuple[int, tuple[str, ...]]] = []
+    open_at = []
+    for i, (offset, level, _) in enumerate(found):
+        while open_at and found[open_at[-1]][1] >= level:
+            open_at.pop()
+        open_at.append(i)
+        narrow = [j for j in open_at if ends[j] - found[j][0] <= share * len(text)]
+        paths.append((offset, tuple(found[j][2] for j in narrow)))
+    return paths
+
+
+def path_at(paths: Sequence[tuple[int, tuple[str, ...]]], position: int) -> tuple[str, ...]:
+    """The heading path in force at `position` (empty before the first heading)."""
+    index = bisect_right(paths, (position, ("\uffff",))) - 1
+    return paths[index][1] if index >= 0 else ()
 
 
 def nearest_heading(headings: Sequence[tuple[int, str]], position: int) -> str:

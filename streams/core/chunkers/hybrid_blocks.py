@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 
 from streams.core.document import page_text_ranges
 from streams.core.events import AssembledDocument
-from streams.core.text import COLUMN_GAP, LETTER_WORD, line_spans, paragraph_spans
+from streams.core.text import COLUMN_GAP, LETTER_WORD, WIKI_HEADING, line_spans, paragraph_spans
 
 HEADING_ELEMENT_KINDS = frozenset({"section_header", "section", "heading", "header", "title", "slide_title"})
 
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_WIKI_HEADING = re.compile(r"^[ \t]*((?:=[ \t]*)+)(\S.*?)[ \t]*(?:=[ \t]*)+$")
 _NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2})*)\.?[ \t]+([A-Z][^\n]{0,90})$")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:([-*+•‣◦])|(\d{1,3}[.)])|([a-zA-Z][.)]))[ \t]+\S")
 _PIPE_SEPARATOR = re.compile(r"^[\s|:\-+=]+$")
@@ -138,7 +137,7 @@ def _plain(text: str, lines: list[tuple[int, int]], j: int, hints: dict[str, int
     line = text[lines[j][0] : lines[j][1]]
     if lines[j - 1][1] - lines[j - 1][0] > 150:  # unwrapped text: one line is one paragraph
         return False
-    if _FENCE.match(line) or _LIST_ITEM.match(line) or _MD_HEADING.match(line) or _WIKI_HEADING.match(line):
+    if _FENCE.match(line) or _LIST_ITEM.match(line) or _MD_HEADING.match(line) or WIKI_HEADING.match(line):
         return False
     if _is_pipe_row(line):
         return False
@@ -153,7 +152,7 @@ def _heading(line: str, standalone: bool, next_line: str | None, hints: dict[str
     md = _MD_HEADING.match(line)
     if md:
         return len(md.group(1)) - 1, md.group(2).strip()
-    wiki = _WIKI_HEADING.match(line)
+    wiki = WIKI_HEADING.match(line)
     if wiki and len(line) <= 150 and any(c.isalnum() for c in wiki.group(2)):
         return wiki.group(1).count("=") - 1, wiki.group(2).strip()
     stripped = line.strip()

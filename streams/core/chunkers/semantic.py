@@ -28,9 +28,9 @@ from streams.core.text import (
     Span,
     block_sentence_spans,
     crosses_line_break,
-    heading_lines,
-    nearest_heading,
+    heading_paths,
     pack_units_exact,
+    path_at,
     split_span_by_tokens,
 )
 from streams.core.tokenizers import Tokenizer
@@ -59,8 +59,8 @@ class _SentenceEmbeddingChunker(Chunker):
     # Small groups prefer a neighbour on their side of a line break (same paragraph or list item, not
     # across a heading) before the more similar one.
     merge_within_blocks: ClassVar[bool] = False
-    # The nearest heading before a chunk as its section path: the vector sink embeds it with the text
-    # where that retrieves better (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, session 13).
+    # The path of marked-up headings over a chunk as its section path: the vector sink embeds it with
+    # the text (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, sessions 13 and 16).
     heading_context: ClassVar[bool] = False
 
     def __init__(
@@ -108,10 +108,8 @@ class _SentenceEmbeddingChunker(Chunker):
         groups = self._refine(groups, units, vectors, counter)
         drafts = [self._draft(text, units, vectors, g, threshold) for g in groups]
         if self.heading_context:
-            headings = heading_lines(text)
-            drafts = [
-                replace(d, section_path=(h,)) if (h := nearest_heading(headings, d.char_start)) else d for d in drafts
-            ]
+            paths = heading_paths(text)
+            drafts = [replace(d, section_path=p) if (p := path_at(paths, d.char_start)) else d for d in drafts]
         return drafts
 
     def sentence_units(self, text: str) -> list[Span]:
@@ -373,7 +371,8 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.3.0"
+    version = "1.4.0"
+    heading_context = True
     strategy_label = "similarity_cluster"
     breakpoint_type = "mean_linkage"
     merge_within_blocks = True

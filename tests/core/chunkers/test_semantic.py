@@ -28,8 +28,8 @@ from streams.core.chunkers.semantic import (
 from streams.core.document import assemble
 from streams.core.embedding import Embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
-from streams.core.records import build_records
-from streams.core.text import block_sentence_spans, split_span_by_tokens
+from streams.core.records import build_records, embedding_text
+from streams.core.text import block_sentence_spans, heading_paths, path_at, split_span_by_tokens
 from streams.core.tokenizers import get_tokenizer
 from streams.embedstore import get_embedder
 from streams.settings import Settings
@@ -443,3 +443,53 @@ def test_a_run_on_cut_into_pieces_leaves_no_crumb_at_its_end(embedder: Embedder)
         units = chunker.sentence_units(text)
         sizes = [chunker.tokenizer.count(text[s:e]) for s, e in units]
         assert max(sizes) <= 200 and (len(sizes) == 1 or min(sizes) >= FRAGMENT_TOKENS), (extra, sizes)
+
+
+# --- heading paths ---------------------------------------------------------------------------------
+
+
+def _guide() -> str:
+    """A guide whose title is over everything, with two sections, one with a subsection."""
+    herons = " ".join(f"Herons wade in shallow water number {n} and spear small fish." for n in range(8))
+    nesting = " ".join(f"Herons nest in colonies in tall trees, clutch {n} of three eggs." for n in range(8))
+    owls = " ".join(f"Owls hunt at night number {n} and swallow their prey whole." for n in range(8))
+    return f"# Field Guide\n\n## Herons\n\n{herons}\n\n### Nesting\n\n{nesting}\n\n## Owls\n\n{owls}\n"
+
+
+def test_a_heading_path_leaves_out_the_title_over_the_whole_document() -> None:
+    text = _guide()
+    paths = heading_paths(text)
+    assert [p for _, p in paths] == [(), ("Herons",), ("Herons", "Nesting"), ("Owls",)]
+    assert path_at(paths, text.index("clutch 3")) == ("Herons", "Nesting")
+    assert path_at(paths, 0) == ()
+    # with every share allowed, the title is part of every path
+    assert heading_paths(text, share=1.0)[2][1] == ("Field Guide", "Herons", "Nesting")
+
+
+def test_a_collection_of_wikitext_articles_keeps_each_article_title() -> None:
+    body = "The span was rebuilt in steel after the flood of that year. " * 6
+    text = "".join(f" = {name} = \n {body}\n = = History = = \n {body}\n" for name in ("Alder Pier", "Birch Bridge"))
+    paths = [p for _, p in heading_paths(text)]
+    assert paths == [("Alder Pier",), ("Alder Pier", "History"), ("Birch Bridge",), ("Birch Bridge", "History")]
+
+
+def test_a_heading_guessed_from_its_shape_is_no_part_of_a_path() -> None:
+    text = "Quarterly Results\n\nRevenue rose by a tenth in the quarter.\n\n## Outlook\n\nDemand should hold."
+    assert [p for _, p in heading_paths(text)] == [("Outlook",)]
+
+
+def test_the_vector_embeds_the_path_before_the_text_once() -> None:
+    assert embedding_text("Herons nest in trees.", ("Herons", "Nesting")) == "Herons > Nesting\nHerons nest in trees."
+    assert embedding_text("Herons nest in trees.", ()) == "Herons nest in trees."
+    assert embedding_text("Herons > Nesting\nbody", ("Herons", "Nesting")) == "Herons > Nesting\nbody"
+
+
+def test_both_embedding_strategies_record_the_heading_path_at_each_chunk(embedder: Embedder) -> None:
+    doc = make_doc([_guide()])
+    paths = heading_paths(doc.text)
+    for cls in STRATEGIES:
+        drafts = cls(get_tokenizer(), min_tokens=20, max_tokens=80, embedder=embedder).chunk(doc)
+        assert len(drafts) > 3
+        assert [d.section_path for d in drafts] == [path_at(paths, d.char_start) for d in drafts]
+        assert ("Herons", "Nesting") in {tuple(d.section_path) for d in drafts}, cls.name
+        assert not any("Field Guide" in d.section_path for d in drafts)
