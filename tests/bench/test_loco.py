@@ -40,6 +40,15 @@ def test_only_settings_of_about_the_defaults_size_compete() -> None:
     assert choose([({}, defaults), ({"max": 150}, smaller), ({"t": 0.7}, near)], ["a", "b"]) == 2
 
 
+def test_a_setting_that_trades_recall_for_iou_does_not_replace_the_defaults() -> None:
+    """Of the same size, more IoU for less recall is a point further along the size curve, not better."""
+    defaults = result({"a": (0.80, 0.050), "b": (0.80, 0.050)})
+    sharper = result({"a": (0.78, 0.060), "b": (0.79, 0.060)}, size=97)
+    better = result({"a": (0.80, 0.055), "b": (0.81, 0.052)}, size=99)
+    assert choose([({}, defaults), ({"t": 0.75}, sharper)], ["a", "b"]) == 0
+    assert choose([({}, defaults), ({"t": 0.75}, sharper), ({"t": 0.72}, better)], ["a", "b"]) == 2
+
+
 def test_worst_corpus_is_the_lowest_recall() -> None:
     assert worst_corpus(result({"a": (0.8, 0.05), "b": (0.6, 0.09)}))[0] == "b"
     assert worst_corpus({"per_corpus": {}}) is None
