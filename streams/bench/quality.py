@@ -625,24 +625,28 @@ def _embedding_targets(
         t["met"] = t["mean_tokens_at_most_100"] and t["every_corpus"] and t["iou_10pct_above"]
     semantic = by_name.get("semantic")
     if semantic:
+
+        def against(suffix: str, chunks: list[Chunk], params: dict[str, Any]) -> None:
+            """Score a recursive split as a baseline; on which corpora is `semantic` at or above it?"""
+            scored = evaluate(chunks, eval_set, question_vectors, k)
+            name = f"langchain_recursive_semantic_size{suffix}"
+            results.append({"name": name, "kind": "baseline", **scored, "params": params})
+            corpora = _not_below(semantic, results[-1])
+            every = all(corpora.values())
+            targets[f"semantic_vs_recursive_same_size{suffix}"] = {
+                "every_corpus": every,
+                "corpora": corpora,
+                "met": every,
+            }
+
         tick("langchain_recursive_semantic_size")
         size, chunks = recursive_at_mean(eval_set, semantic["mean_tokens"])
-        scored = evaluate(chunks, eval_set, question_vectors, k)
-        name = "langchain_recursive_semantic_size"
-        results.append({"name": name, "kind": "baseline", **scored, "params": {"chunk_size": size}})
-        corpora = _not_below(semantic, results[-1])
-        targets["semantic_vs_recursive_same_size"] = {"every_corpus": all(corpora.values()), "corpora": corpora}
-        targets["semantic_vs_recursive_same_size"]["met"] = all(corpora.values())
+        against("", chunks, {"chunk_size": size})
         if len(eval_set.corpora) > 1:  # with one corpus the pool-wide match is already this one
             tick("langchain_recursive_semantic_size_per_corpus")
             means = {cid: row["mean_tokens"] for cid, row in semantic["per_corpus"].items()}
             sizes, chunks = recursive_at_corpus_means(eval_set, means)
-            scored = evaluate(chunks, eval_set, question_vectors, k)
-            name = "langchain_recursive_semantic_size_per_corpus"
-            results.append({"name": name, "kind": "baseline", **scored, "params": {"chunk_size": sizes}})
-            corpora = _not_below(semantic, results[-1])
-            key = "semantic_vs_recursive_same_size_per_corpus"
-            targets[key] = {"every_corpus": all(corpora.values()), "corpora": corpora, "met": all(corpora.values())}
+            against("_per_corpus", chunks, {"chunk_size": sizes})
     return targets
 
 

@@ -322,9 +322,9 @@ def heading_lines(text: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for match in _ANY_LINE.finditer(text):
         line = match.group(0).strip()
-        heading = MD_HEADING.match(line) or WIKI_HEADING.match(line)
-        if heading and any(c.isalnum() for c in heading["title"]):
-            found.append((match.start(), heading["title"]))
+        marked = markup_heading(line)
+        if marked:
+            found.append((match.start(), marked[1]))
             continue
         opens = match.start() == 0 or text[max(0, match.start() - 2) : match.start()] == "\n\n"
         words = line.split()
@@ -336,7 +336,8 @@ def heading_lines(text: str) -> list[tuple[int, str]]:
 def markup_heading(line: str) -> tuple[int, str] | None:
     """(level, title) of a line whose own markup makes it a heading (Markdown `#` or MediaWiki `=`
     marks), else None: a heading guessed from its shape has no level to place it in a path."""
-    heading = MD_HEADING.match(line.strip()) or WIKI_HEADING.match(line.strip())
+    line = line.strip()
+    heading = MD_HEADING.match(line) or WIKI_HEADING.match(line)
     if heading is None or not any(c.isalnum() for c in heading["title"]):
         return None
     return heading["marks"].count("#") or heading["marks"].count("="), heading["title"]
@@ -351,20 +352,17 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
     and of sections, are what tell chunks apart (docs/benchmarks.md, session 16)."""
     found = [(m.start(), *h) for m in _ANY_LINE.finditer(text) if (h := markup_heading(m.group(0)))]
     ends = [len(text)] * len(found)
-    open_at: list[int] = []  # indices of the headings whose sections are still open
+    chains: list[list[int]] = []  # per heading: the indices of the sections open there, outermost first
+    open_at: list[int] = []
     for i, (offset, level, _) in enumerate(found):
         while open_at and found[open_at[-1]][1] >= level:
             ends[open_at.pop()] = offset
         open_at.append(i)
-    paths: list[tuple[int, tuple[str, ...]]] = []
-    open_at = []
-    for i, (offset, level, _) in enumerate(found):
-        while open_at and found[open_at[-1]][1] >= level:
-            open_at.pop()
-        open_at.append(i)
-        narrow = [j for j in open_at if ends[j] - found[j][0] <= share * len(text)]
-        paths.append((offset, tuple(found[j][2] for j in narrow)))
-    return paths
+        chains.append(list(open_at))
+    return [
+        (found[i][0], tuple(found[j][2] for j in chain if ends[j] - found[j][0] <= share * len(text)))
+        for i, chain in enumerate(chains)
+    ]
 
 
 def path_at(paths: Sequence[tuple[int, tuple[str, ...]]], position: int) -> tuple[str, ...]:
