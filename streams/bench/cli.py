@@ -142,8 +142,9 @@ def quality(
         list[str] | None,
         typer.Option(
             "--corpora",
-            help="Corpora in the pool, comma-separated or repeated: chroma (default), gold (the project's own, "
-            "streams/bench/gold), or one gold corpus by name. All selected corpora share one retrieval pool.",
+            help="Corpora in the pool, comma-separated or repeated: chroma (default), gold (the project's own "
+            "tuning pool, streams/bench/gold), holdout (gold corpora never tuned on), or one gold corpus by "
+            "name. All selected corpora share one retrieval pool.",
         ),
     ] = None,
     shared: Annotated[

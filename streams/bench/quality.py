@@ -39,7 +39,8 @@ TYPED_STRATEGIES = {"letter": frozenset({"letter"}), "finance": frozenset({"tran
 RECURSIVE_SIZES = (200, 400, 800)
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".text")
 CHROMA = "chroma"  # the corpora of Chroma's questions_df.csv (the default: the figures in docs/benchmarks.md)
-GOLD = "gold"  # every corpus in streams/bench/gold (or name one: --corpora chroma,msft_fy2019q1_call)
+GOLD = "gold"  # the tuning pool of streams/bench/gold (or name one: --corpora chroma,msft_fy2019q1_call)
+HOLDOUT = "holdout"  # the gold corpora marked held_out: never in the pool the defaults were chosen on
 
 
 # --- Chroma's range arithmetic (reimplemented with the same semantics, quirks included) -----------
@@ -179,6 +180,7 @@ def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
     corpora: dict[str, str] = {}
     paths: dict[str, Path] = {}
     documents: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     questions: list[Question] = []
     for name in names:
         try:
@@ -193,7 +195,8 @@ def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
         if document is not None:
             documents[name] = document
         questions.extend(Question(q.question, name, q.spans) for q in gold.questions)
-    return EvalSet(corpora, paths, questions, 0, documents, dict.fromkeys(names, GOLD))
+        sources[name] = HOLDOUT if gold.held_out else GOLD
+    return EvalSet(corpora, paths, questions, 0, documents, sources)
 
 
 def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
@@ -217,17 +220,19 @@ def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
     from streams.bench.gold import gold_names
 
     known = gold_names()
+    groups = {GOLD: gold_names(held_out=False), HOLDOUT: gold_names(held_out=True)}
+    choices = f"{CHROMA}, {GOLD}, {HOLDOUT}, {', '.join(known)}"
     tokens = [t.strip() for item in selection for t in item.split(",") if t.strip()]
     if not tokens:
-        raise BenchError(f"--corpora needs at least one of {CHROMA}, {GOLD}, {', '.join(known)}")
+        raise BenchError(f"--corpora needs at least one of {choices}")
     chroma, names = False, []
     for token in tokens:
         if token == CHROMA:
             chroma = True
-        elif token in (GOLD, *known):
-            names.extend(n for n in (known if token == GOLD else [token]) if n not in names)
+        elif token in groups or token in known:
+            names.extend(n for n in groups.get(token, [token]) if n not in names)
         else:
-            raise BenchError(f"unknown corpus {token!r}; known: {CHROMA}, {GOLD}, {', '.join(known)}")
+            raise BenchError(f"unknown corpus {token!r}; known: {choices}")
     return chroma, names
 
 

@@ -21,8 +21,10 @@ from streams.bench.gold import (
 )
 
 NAMES = gold_names()
+TUNING, HELD_OUT = gold_names(held_out=False), gold_names(held_out=True)
 MIN_QUESTIONS = 40
 FILE_KEYS = {"name", "kind", "source", "build", "text_sha256", "text_chars", "questions"}
+OPTIONAL_KEYS = {"held_out"}
 QUESTION_KEYS = {"question", "spans", "span_sha256"}
 
 
@@ -38,7 +40,8 @@ def test_three_corpora_of_the_kinds_chroma_lacks() -> None:
 def test_file_holds_offsets_and_hashes_only(name: str) -> None:
     """No document text in the repository: every field is a name, a path, a number or a hash."""
     data = json.loads((resources.files("streams.bench.gold") / f"{name}.json").read_text(encoding="utf-8"))
-    assert set(data) == FILE_KEYS and data["name"] == name
+    assert FILE_KEYS <= set(data) <= FILE_KEYS | OPTIONAL_KEYS and data["name"] == name
+    assert isinstance(data.get("held_out", False), bool)
     assert re.fullmatch(r"[0-9a-f]{64}", data["text_sha256"])
     assert len(data["questions"]) >= MIN_QUESTIONS
     for q in data["questions"]:
@@ -83,6 +86,15 @@ def test_problems_are_reported_not_raised() -> None:
     assert not any("[0, 7)" in p for p in problems)
 
 
+def test_held_out_corpora_stay_out_of_the_tuning_pool() -> None:
+    """`--corpora gold` is what defaults are chosen on; a held-out corpus is reachable only by name or
+    as `holdout`, so it keeps measuring documents the defaults were not fitted to."""
+    assert HELD_OUT, "no held-out gold corpus"
+    assert not set(HELD_OUT) & set(TUNING) and sorted(HELD_OUT + TUNING) == NAMES
+    assert all(load_gold(name).held_out for name in HELD_OUT)
+    assert not any(load_gold(name).held_out for name in TUNING)
+
+
 # --- in `streams bench quality` ---------------------------------------------------------------------
 
 
@@ -91,10 +103,12 @@ def test_corpora_selection() -> None:
     from streams.bench.quality import parse_corpora
 
     assert parse_corpora(["chroma"]) == (True, [])
-    assert parse_corpora(["chroma,gold"]) == (True, NAMES)
+    assert parse_corpora(["chroma,gold"]) == (True, TUNING)
+    assert parse_corpora(["chroma,holdout"]) == (True, HELD_OUT)
+    assert parse_corpora(["gold", "holdout"]) == (False, TUNING + HELD_OUT)
     assert parse_corpora(["msft_fy2019q1_call", "gold"]) == (
         False,
-        ["msft_fy2019q1_call", *[n for n in NAMES if n != "msft_fy2019q1_call"]],
+        ["msft_fy2019q1_call", *[n for n in TUNING if n != "msft_fy2019q1_call"]],
     )
     with pytest.raises(BenchError, match="unknown corpus 'nope'"):
         parse_corpora(["chroma,nope"])
@@ -108,13 +122,13 @@ def test_gold_eval_set_pools_with_chroma(shared_corpora: Path) -> None:
     gold = load_gold_eval_set(shared_corpora, NAMES)
     assert list(gold.corpora) == NAMES
     assert len(gold.questions) == sum(len(load_gold(n).questions) for n in NAMES)
-    assert all(gold.sources[n] == "gold" for n in NAMES)
-    release = next(n for n in NAMES if load_gold(n).build == "ingest")
+    assert all(gold.sources[n] == ("holdout" if load_gold(n).held_out else "gold") for n in NAMES)
+    release = next(n for n in TUNING if load_gold(n).build == "ingest")
     # the ingested corpus is chunked as the document a worker receives: its pages, not one page
     document = _document(gold, release)
     assert document.text == gold.corpora[release] and document.page_count > 1
     assert str(document.doc_type) == "release"
-    transcript = next(n for n in NAMES if load_gold(n).source.startswith("transcripts/"))
+    transcript = next(n for n in TUNING if load_gold(n).source.startswith("transcripts/"))
     assert str(_document(gold, transcript).doc_type) == "transcript"
     chroma = load_eval_set(shared_corpora / "chunking_eval")
     pool = merge_eval_sets([chroma, gold])
