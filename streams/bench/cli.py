@@ -228,18 +228,32 @@ def quality(
     if report["targets"]:
         t = report["targets"]
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
-        keys = (
-            "cluster_vs_chroma_cluster",
-            "semantic_vs_recursive_same_size",
-            "semantic_vs_recursive_same_size_per_corpus",
-        )
-        for key in keys:
+        for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size", "semantic_vs_recursive_pool_size"):
             if key in t:
-                below = [c for c, ok in t[key]["corpora"].items() if not ok]
-                detail = f"; below on {', '.join(below)}" if below else ""
-                out.print(f"{key.replace('_', ' ')}: {'met' if t[key]['met'] else 'missed'}{detail}")
+                out.print(_verdict_line(key, t[key]), highlight=False)
     for name, reason in report["skipped"].items():
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
+
+
+def _verdict_line(key: str, verdict: dict[str, Any]) -> str:
+    """`met`, or `missed` with each corpus below and its margins in points (± the paired per-question
+    standard error), so a miss by a fraction of one question reads differently from a real one."""
+    label = key.replace("_", " ")
+    if verdict.get("target") is False:
+        label += " (for reference: one size for the pool is not matched size on each corpus)"
+    below = []
+    for cid, ok in verdict["corpora"].items():
+        if ok:
+            continue
+        m = verdict.get("margins", {}).get(cid)
+        if m:
+            cid += (
+                f" (recall {100 * m['recall']:+.1f} ± {100 * m['recall_se']:.1f},"
+                f" IoU {100 * m['iou']:+.2f} ± {100 * m['iou_se']:.2f} points)"
+            )
+        below.append(cid)
+    detail = f"; below on {', '.join(below)}" if below else ""
+    return f"{label}: {'met' if verdict['met'] else 'missed'}{detail}"
 
 
 def _per_corpus_table(report: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -423,3 +424,45 @@ def test_bench_sinks_refuses_a_missing_document_in_one_line(tmp_path: Path) -> N
     result = CliRunner().invoke(bench_app, ["sinks", str(tmp_path / "absent.md")])
     assert result.exit_code == 2 and "no such document" in result.output
     assert "Traceback" not in result.output
+
+
+def test_verdicts_carry_margins_with_the_paired_standard_error() -> None:
+    """A miss is reported with how far below, in points, and the standard error of the per-question
+    differences: one question's luck and a real shortfall must not read alike."""
+    from streams.bench.cli import _verdict_line
+    from streams.bench.quality import PER_QUESTION, _versus
+
+    questions = [Question(f"q{n}?", "a" if n < 4 else "b", ((0, 1),)) for n in range(8)]
+    eval_set = EvalSet({"a": "x", "b": "y"}, {}, questions)
+    ours = np.array([[1.0, 0.2], [1.0, 0.2], [0.0, 0.0], [1.0, 0.2], [1.0, 0.3], [1.0, 0.3], [1.0, 0.3], [1.0, 0.3]])
+    theirs = np.array([[1.0, 0.1], [1.0, 0.1], [1.0, 0.1], [1.0, 0.1], [1.0, 0.2], [1.0, 0.2], [1.0, 0.2], [1.0, 0.2]])
+
+    def result(scores: np.ndarray) -> dict:
+        per = {
+            cid: {"recall": scores[rows, 0].mean(), "iou": scores[rows, 1].mean()}
+            for cid, rows in (("a", slice(0, 4)), ("b", slice(4, 8)))
+        }
+        return {"per_corpus": per, PER_QUESTION: scores}
+
+    versus = _versus(result(ours), result(theirs), eval_set)
+    assert versus["corpora"] == {"a": False, "b": True}
+    a = versus["margins"]["a"]
+    assert a["recall"] == -0.25 and a["recall_se"] == 0.25  # one question of four lost: -1/4, s.e. 0.5/sqrt(4)
+    assert a["iou"] == pytest.approx(0.05) and versus["margins"]["b"]["iou_se"] == 0.0
+    line = _verdict_line("semantic_vs_recursive_pool_size", {**versus, "met": False, "target": False})
+    assert line.startswith("semantic vs recursive pool size (for reference")
+    assert "below on a (recall -25.0 ± 25.0, IoU +5.00 ± 5.00 points)" in line
+    assert _verdict_line("x", {"corpora": {"b": True}, "met": True}) == "x: met"
+
+
+@pytest.mark.bench
+@needs_baselines
+@needs_model
+def test_quality_semantic_target_is_at_each_corpus_own_size(eval_dir: Path) -> None:
+    report = run_quality(eval_dir, k=1, strategies=["semantic"])
+    target = report["targets"]["semantic_vs_recursive_same_size"]
+    assert set(target["corpora"]) == {"topics"} and target["met"] == all(target["corpora"].values())
+    assert set(target["margins"]["topics"]) == {"recall", "recall_se", "iou", "iou_se"}
+    assert "semantic_vs_recursive_pool_size" not in report["targets"]  # one corpus: the same match
+    json.dumps(report)  # per-question arrays stay out of the report
+    assert all(not key.startswith("_") for r in report["results"] for key in r)
