@@ -235,6 +235,54 @@ def quality(
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
 
 
+@bench_app.command("gold")
+def gold(
+    name: Annotated[str, typer.Argument(help="Corpus name: the file written is NAME.json.")],
+    source: Annotated[str, typer.Option("--source", help="The document, relative to the shared corpora folder.")],
+    evidence: Annotated[
+        Path, typer.Option("--evidence", help='JSON lines {"question": ..., "evidence": [verbatim text, ...]}.')
+    ],
+    kind: Annotated[str, typer.Option("--kind", help="What kind of document it is, in a few words.")],
+    build: Annotated[str, typer.Option("--build", help="text (the file as text) or ingest (the PDF ingest path).")] = (
+        "text"
+    ),
+    held_out: Annotated[
+        bool, typer.Option("--held-out/--tuning", help="Keep it out of the tuning pool (--corpora gold).")
+    ] = True,
+    shared: Annotated[Path | None, typer.Option("--shared-corpora", help="Default ../shared/corpora.")] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Folder to write to (default streams/bench/gold).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file of that name.")] = False,
+) -> None:
+    """Write a gold-span corpus file from questions with verbatim evidence. The file holds offsets and
+    hashes only; keep the evidence file outside the repository (it quotes the document)."""
+    from streams.bench import BenchError
+    from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold
+
+    folder = out_dir or Path(__file__).resolve().parent / "gold"
+    target = folder / f"{name}.json"
+    if target.exists() and not force:
+        raise BenchError(f"{target} exists; --force replaces it")
+    try:
+        rows = [json.loads(line) for line in evidence.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not all(isinstance(row, dict) for row in rows):
+            raise ValueError("every line must be one JSON object")
+        stub = GoldCorpus(name, kind, source, build, "", 0, ())
+        text, _ = build_document(stub, _quality_corpus(shared, SHARED_CORPORA))
+        corpus, problems = corpus_from_evidence(name, kind, source, build, text, rows, held_out)
+    except (OSError, ValueError) as exc:  # GoldError and JSON errors are ValueErrors
+        raise BenchError(f"{evidence}: {exc}") from exc
+    if problems:
+        for problem in problems:
+            err.print(problem, highlight=False, markup=False)
+        raise BenchError(f"{len(problems)} problem(s); nothing written")
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_text(dump_gold(corpus), encoding="utf-8")
+    spans = sum(len(q.spans) for q in corpus.questions)
+    out.print(f"wrote {target}: {len(corpus.questions)} questions, {spans} spans, {corpus.text_chars} characters")
+
+
 def _verdict_line(key: str, verdict: dict[str, Any]) -> str:
     """`met`, or `missed` with each corpus below and its margins in points (± the paired per-question
     standard error), so a miss by a fraction of one question reads differently from a real one."""

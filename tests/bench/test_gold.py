@@ -11,18 +11,21 @@ from pathlib import Path
 import pytest
 
 from streams.bench.gold import (
+    MIN_QUESTIONS,
     SPAN_HASH_CHARS,
     GoldCorpus,
     build_document,
+    copied_run,
+    dump_gold,
     gold_names,
     load_gold,
+    parse_gold,
     span_problems,
     text_hash,
 )
 
 NAMES = gold_names()
 TUNING, HELD_OUT = gold_names(held_out=False), gold_names(held_out=True)
-MIN_QUESTIONS = 40
 FILE_KEYS = {"name", "kind", "source", "build", "text_sha256", "text_chars", "questions"}
 OPTIONAL_KEYS = {"held_out"}
 QUESTION_KEYS = {"question", "spans", "span_sha256"}
@@ -62,11 +65,7 @@ def test_spans_hold_on_the_shared_corpus(name: str, shared_corpora: Path) -> Non
     if corpus.build == "ingest":
         assert document is not None and document.text == text
     # the questions are written for the project: none repeats eight words of the document in a row
-    flat = " ".join(text.split())
-    for q in corpus.questions:
-        words = q.question.rstrip("?").split()
-        runs = [" ".join(words[i : i + 8]) for i in range(max(0, len(words) - 7))]
-        assert not [run for run in runs if run in flat], q.question
+    assert [q.question for q in corpus.questions if copied_run(q.question, text)] == []
 
 
 def test_problems_are_reported_not_raised() -> None:
@@ -167,3 +166,77 @@ def test_quality_on_one_gold_corpus(shared_corpora: Path) -> None:
     assert row["questions"] == report["questions"] and row["chunks"] == window["chunks"]
     assert 0 < row["recall"] <= 1 and 0 < row["iou"] <= row["precision"]
     assert row["max_tokens"] >= row["mean_tokens"] > 0
+
+
+# --- `streams bench gold`: a corpus file from questions and verbatim evidence ----------------------
+
+PUMPS = "\n\n".join(
+    f"Station {n} logged pump P-{n:02d} at {10 + n} bar on day {n + 3}. The crew replaced its seal."
+    for n in range(MIN_QUESTIONS + 2)
+)
+
+
+def _evidence_file(tmp_path: Path, rows: list[dict]) -> tuple[Path, Path]:
+    shared = tmp_path / "shared"
+    (shared / "logs").mkdir(parents=True)
+    (shared / "logs" / "pumps.txt").write_text(PUMPS, encoding="utf-8")
+    evidence = tmp_path / "evidence.jsonl"
+    evidence.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return shared, evidence
+
+
+def _invoke(shared: Path, evidence: Path, out: Path, *extra: str):
+    from typer.testing import CliRunner
+
+    from streams.bench.cli import bench_app
+
+    args = ["gold", "pump_log", "--source", "logs/pumps.txt", "--evidence", str(evidence), "--kind", "pump log"]
+    return CliRunner().invoke(bench_app, [*args, "--shared-corpora", str(shared), "--out", str(out), *extra])
+
+
+def test_gold_command_writes_offsets_and_hashes_that_hold(tmp_path: Path) -> None:
+    rows = [
+        {"question": f"What pressure did the pump at site {n} show?", "evidence": [f"pump P-{n:02d} at {10 + n} bar"]}
+        for n in range(MIN_QUESTIONS)
+    ]
+    shared, evidence = _evidence_file(tmp_path, rows)
+    result = _invoke(shared, evidence, tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "out" / "pump_log.json").read_text(encoding="utf-8")
+    data = json.loads(written)
+    corpus = parse_gold("pump_log", data)
+    assert corpus.held_out and corpus.build == "text" and len(corpus.questions) == MIN_QUESTIONS
+    assert span_problems(corpus, PUMPS) == []
+    assert corpus.questions[7].spans == ((PUMPS.index("pump P-07 at 17 bar"), PUMPS.index(" on day 10")),)
+    assert "P-07 at 17 bar" not in written  # offsets and hashes only: the evidence stays outside
+    assert dump_gold(corpus) == written
+    again = _invoke(shared, evidence, tmp_path / "out")
+    assert again.exit_code != 0 and "exists; --force replaces it" in str(again.exception)
+
+
+def test_gold_command_refuses_evidence_that_does_not_pin_one_place(tmp_path: Path) -> None:
+    rows = [
+        {"question": "Which part did the crew replace?", "evidence": ["The crew replaced its seal."]},  # every station
+        {"question": "Station 3 logged pump P-03 at 13 bar on which day?", "evidence": ["day 6"]},  # quotes
+        {"question": "Tell me about pump P-04", "evidence": ["pump P-04 at 14 bar"]},  # not a question
+        {"question": "What did pump P-05 show?", "evidence": ["P-05 at 15 b"]},  # ends inside a word
+    ]
+    shared, evidence = _evidence_file(tmp_path, rows)
+    result = _invoke(shared, evidence, tmp_path / "out")
+    assert result.exit_code != 0 and "problem(s); nothing written" in str(result.exception)
+    assert not (tmp_path / "out").exists()
+    from streams.bench.gold import corpus_from_evidence
+
+    _, problems = corpus_from_evidence("p", "k", "s", "text", PUMPS, rows)
+    assert any("q1: evidence found 42 times" in p for p in problems)
+    assert any("q2: repeats 8 words of the document" in p for p in problems)
+    assert any("q3: a question ends with '?'" in p for p in problems)
+    assert any("q4 [" in p and "inside a word" in p for p in problems)
+    assert any(f"4 questions, at least {MIN_QUESTIONS} needed" in p for p in problems)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_committed_files_are_what_the_gold_command_writes(name: str) -> None:
+    """One layout for every corpus file, so a new corpus is reviewed as rows like the old ones."""
+    written = (resources.files("streams.bench.gold") / f"{name}.json").read_text(encoding="utf-8")
+    assert dump_gold(load_gold(name)) == written

@@ -25,6 +25,8 @@ from typing import Any
 
 BUILDS = ("text", "ingest")
 SPAN_HASH_CHARS = 16
+MIN_QUESTIONS = 40
+COPIED_RUN = 8  # words in a row shared with the document that make a question a copy, not a question
 
 
 class GoldError(ValueError):
@@ -74,7 +76,10 @@ def load_gold(name: str) -> GoldCorpus:
     resource = folder / f"{name}.json"
     if not resource.is_file():
         raise GoldError(f"no gold corpus {name!r}; known: {', '.join(gold_names())}")
-    data: dict[str, Any] = json.loads(resource.read_text(encoding="utf-8"))
+    return parse_gold(name, json.loads(resource.read_text(encoding="utf-8")))
+
+
+def parse_gold(name: str, data: dict[str, Any]) -> GoldCorpus:
     if data.get("build") not in BUILDS:
         raise GoldError(f"{name}: build must be one of {BUILDS}, not {data.get('build')!r}")
     if not isinstance(data.get("held_out", False), bool):
@@ -147,17 +152,97 @@ def span_problems(corpus: GoldCorpus, text: str) -> list[str]:
     return problems
 
 
+def copied_run(question: str, text: str) -> str | None:
+    """The first run of `COPIED_RUN` words of the question that the document holds word for word
+    (whitespace normalised), or None: a question that quotes its answer tests string matching."""
+    flat = " ".join(text.split())
+    words = question.rstrip("?").split()
+    runs = (" ".join(words[i : i + COPIED_RUN]) for i in range(max(0, len(words) - COPIED_RUN + 1)))
+    return next((run for run in runs if run in flat), None)
+
+
+def corpus_from_evidence(
+    name: str, kind: str, source: str, build: str, text: str, rows: list[dict[str, Any]], held_out: bool = False
+) -> tuple[GoldCorpus, list[str]]:
+    """A gold corpus from questions with verbatim evidence (`{"question", "evidence": [str, ...]}`), and
+    every reason it is not fit to ship: evidence that is not in the text exactly once, a question that is
+    not a question or quotes the document, a repeated question, too few questions, and whatever
+    `span_problems` finds in the offsets. The evidence text itself never reaches the corpus file."""
+    if build not in BUILDS:
+        raise GoldError(f"build must be one of {BUILDS}, not {build!r}")
+    problems: list[str] = []
+    questions: list[GoldQuestion] = []
+    seen: set[str] = set()
+    for number, row in enumerate(rows, start=1):
+        question, evidence = str(row.get("question", "")).strip(), row.get("evidence") or []
+        where = f"{name} q{number}"
+        if not question.endswith("?"):
+            problems.append(f"{where}: a question ends with '?'")
+        if question in seen:
+            problems.append(f"{where}: asked twice")
+        seen.add(question)
+        run = copied_run(question, text)
+        if run:
+            problems.append(f"{where}: repeats {COPIED_RUN} words of the document: {run!r}")
+        spans = []
+        for piece in evidence:
+            count = text.count(piece)
+            if count != 1:
+                problems.append(f"{where}: evidence found {count} times, not once: {piece[:40]!r}")
+                continue
+            start = text.index(piece)
+            spans.append((start, start + len(piece)))
+        if not evidence:
+            problems.append(f"{where}: no evidence")
+        spans.sort()
+        questions.append(GoldQuestion(question, tuple(spans), tuple(span_hash(text[s:e]) for s, e in spans)))
+    if len(questions) < MIN_QUESTIONS:
+        problems.append(f"{name}: {len(questions)} questions, at least {MIN_QUESTIONS} needed")
+    corpus = GoldCorpus(name, kind, source, build, text_hash(text), len(text), tuple(questions), held_out)
+    problems.extend(p for p in span_problems(corpus, text) if "do not pair up" not in p)
+    return corpus, problems
+
+
+def dump_gold(corpus: GoldCorpus) -> str:
+    """The corpus file: one question per line, so a review reads it row by row."""
+    head: dict[str, Any] = {"name": corpus.name, "kind": corpus.kind, "source": corpus.source, "build": corpus.build}
+    if corpus.held_out:
+        head["held_out"] = True
+    head |= {"text_sha256": corpus.text_sha256, "text_chars": corpus.text_chars}
+    lines = ["{", *(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in head.items())]
+    rows = [
+        json.dumps(
+            {"question": q.question, "spans": [list(s) for s in q.spans], "span_sha256": list(q.span_hashes)},
+            ensure_ascii=False,
+        )
+        for q in corpus.questions
+    ]
+    lines += [
+        '  "questions": [',
+        *(f"    {row}," for row in rows[:-1]),
+        *(f"    {row}" for row in rows[-1:]),
+        "  ]",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _inside_word(text: str, at: int) -> bool:
     return 0 < at < len(text) and text[at - 1].isalnum() and text[at].isalnum()
 
 
 __all__ = [
+    "MIN_QUESTIONS",
     "GoldCorpus",
     "GoldError",
     "GoldQuestion",
     "build_document",
+    "copied_run",
+    "corpus_from_evidence",
+    "dump_gold",
     "gold_names",
     "load_gold",
+    "parse_gold",
     "span_hash",
     "span_problems",
     "text_hash",
