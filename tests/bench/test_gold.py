@@ -219,7 +219,7 @@ def test_gold_command_refuses_evidence_that_does_not_pin_one_place(tmp_path: Pat
         {"question": "Which part did the crew replace?", "evidence": ["The crew replaced its seal."]},  # every station
         {"question": "Station 3 logged pump P-03 at 13 bar on which day?", "evidence": ["day 6"]},  # quotes
         {"question": "Tell me about pump P-04", "evidence": ["pump P-04 at 14 bar"]},  # not a question
-        {"question": "What did pump P-05 show?", "evidence": ["P-05 at 15 b"]},  # ends inside a word
+        {"question": "What did pump P-05 show?", "evidence": "P-05 at 15 b"},  # bare string; ends inside a word
     ]
     shared, evidence = _evidence_file(tmp_path, rows)
     result = _invoke(shared, evidence, tmp_path / "out")
@@ -230,7 +230,7 @@ def test_gold_command_refuses_evidence_that_does_not_pin_one_place(tmp_path: Pat
     _, problems = corpus_from_evidence("p", "k", "s", "text", PUMPS, rows)
     assert any("q1: evidence found 42 times" in p for p in problems)
     assert any("q2: repeats 8 words of the document" in p for p in problems)
-    assert any("q3: a question ends with '?'" in p for p in problems)
+    assert any("q3: does not end with '?'" in p for p in problems)
     assert any("q4 [" in p and "inside a word" in p for p in problems)
     assert any(f"4 questions, at least {MIN_QUESTIONS} needed" in p for p in problems)
 

@@ -175,9 +175,11 @@ def corpus_from_evidence(
     seen: set[str] = set()
     for number, row in enumerate(rows, start=1):
         question, evidence = str(row.get("question", "")).strip(), row.get("evidence") or []
+        if isinstance(evidence, str):  # one piece given bare rather than as a list of one
+            evidence = [evidence]
         where = f"{name} q{number}"
         if not question.endswith("?"):
-            problems.append(f"{where}: a question ends with '?'")
+            problems.append(f"{where}: does not end with '?'")
         if question in seen:
             problems.append(f"{where}: asked twice")
         seen.add(question)
