@@ -218,10 +218,11 @@ def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
 
 def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
     """`--corpora` values (comma lists allowed) -> (Chroma's corpora?, gold corpus names in order)."""
-    from streams.bench.gold import gold_names
+    from streams.bench.gold import gold_names, load_gold
 
     known = gold_names()
-    groups = {GOLD: gold_names(held_out=False), HOLDOUT: gold_names(held_out=True)}
+    held_out = [n for n in known if load_gold(n).held_out]  # each file read once, not once per group
+    groups = {GOLD: [n for n in known if n not in held_out], HOLDOUT: held_out}
     choices = f"{CHROMA}, {GOLD}, {HOLDOUT}, {', '.join(known)}"
     tokens = [t.strip() for item in selection for t in item.split(",") if t.strip()]
     if not tokens:
