@@ -304,6 +304,11 @@ def _one_line(record: dict) -> str:
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
+def _with_broker_kind(settings: Settings, kind: str | None) -> Settings:
+    """`--broker`/`--kind` over STREAMS_BROKER_KIND; an unknown kind is one line and a refusal to start."""
+    return settings if kind is None else Settings(broker_kind=kind)
+
+
 @app.command()
 def up(
     strategies: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
@@ -311,6 +316,10 @@ def up(
         bool, typer.Option("--json", help="First line: one JSON object with connection settings.")
     ] = False,
     ui: Annotated[bool, typer.Option("--ui/--no-ui", help="Serve the web console (`streams ui`) too.")] = True,
+    broker_kind: Annotated[
+        str | None,
+        typer.Option("--broker", help="Broker to start: noida (embedded, default) or kafka (Apache Kafka; Java 17)."),
+    ] = None,
 ) -> None:
     """Run the embedded services, workers, both sinks and the web console in the foreground until interrupted."""
     from streams.core.chunkers import available_strategies
@@ -319,7 +328,7 @@ def up(
     from streams.strategies import check_options
 
     built = set(available_strategies())
-    settings = Settings()
+    settings = _with_broker_kind(Settings(), broker_kind)
     chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
     if ui:
@@ -624,13 +633,18 @@ def schemas_snapshot() -> None:
 def broker(
     port: Annotated[int, typer.Option("--port", help="Port (default: a free one).")] = 0,
     data_dir: Annotated[Path | None, typer.Option("--data-dir")] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help="noida (embedded, default) or kafka (Apache Kafka in KRaft mode).")
+    ] = None,
 ) -> None:
-    """Run the embedded Kafka-protocol broker in the foreground and create the topics."""
+    """Run a broker the project starts itself in the foreground and create the topics."""
     from streams.ops.embedded import broker as embedded_broker
     from streams.ops.topics import ensure_topics
 
-    settings = Settings()
-    service = embedded_broker((data_dir or settings.data_dir / "broker"), port or None).start()
+    settings = _with_broker_kind(Settings(), kind)
+    err.print(f"starting {'Apache Kafka' if settings.broker_kind == 'kafka' else 'noida-db'}")
+    where = data_dir or settings.data_dir / f"broker-{settings.broker_kind}"
+    service = embedded_broker(where, port or None, kind=settings.broker_kind).start()
     try:
         ensure_topics(settings.model_copy(update={"broker": service.address}))
         err.print(f"broker on {service.address}; export STREAMS_BROKER={service.address}; Ctrl-C stops it")
@@ -650,12 +664,16 @@ def demo(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for every chunk.")] = 600.0,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the run's data directory.")] = False,
     sinks: Annotated[bool, typer.Option("--sinks/--no-sinks", help="Run the MongoDB and vector sinks.")] = True,
+    broker_kind: Annotated[
+        str | None,
+        typer.Option("--broker", help="Broker to start: noida (embedded, default) or kafka (Apache Kafka; Java 17)."),
+    ] = None,
 ) -> None:
     """Start the embedded broker and workers, publish documents, wait for every chunk, stop, summarise."""
     from streams.ops.demo import print_summary, run_demo
     from streams.strategies import check_options
 
-    settings = Settings()
+    settings = _with_broker_kind(Settings(), broker_kind)
     check_options(settings, strategies or [])
     base = settings.data_dir
     base.mkdir(parents=True, exist_ok=True)

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STREAMS_", env_nested_delimiter="__", extra="ignore")
 
     broker: str = "127.0.0.1:9092"
+    #: The broker `streams up`, `streams demo` and `streams broker` start themselves: "noida" (noida-db,
+    #: embedded, needs nothing but pip) or "kafka" (Apache Kafka in KRaft mode; needs Java 17 and Maven).
+    broker_kind: str = Field(default="noida", pattern="^(noida|kafka)$")
     schema_registry_url: str | None = None
     partitions: int = Field(default=4, ge=1)
     replication_factor: int = Field(default=1, ge=1)

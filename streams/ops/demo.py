@@ -148,6 +148,7 @@ def run_demo(
         if not keep:
             shutil.rmtree(settings.data_dir, ignore_errors=True)
     return {
+        "broker_kind": settings.broker_kind,
         "documents": len(docs),
         "pages": len(pages),
         "chunks": {s: counts.chunks.get(s, 0) for s in chosen},
@@ -271,6 +272,15 @@ def _latest_ids(records: list) -> set[str]:
     return {r.chunk_id for r in records if r.amendment_number == newest[(r.doc_id, r.strategy)]}
 
 
+def output_digest(records: list) -> str:
+    """One hash of a strategy's whole output (every chunk id with its checksum), so two runs, on two
+    brokers say, show in one short string whether they published the same records byte for byte."""
+    import hashlib
+
+    lines = sorted(f"{r.chunk_id} {r.checksum}" for r in records)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
 def per_strategy(result: Collected, chosen: list[str], published_at: float) -> dict[str, dict]:
     """Documents, chunks, mean and max tokens, and seconds from publishing to the strategy's last chunk."""
     table: dict[str, dict] = {}
@@ -279,6 +289,7 @@ def per_strategy(result: Collected, chosen: list[str], published_at: float) -> d
         tokens = [r.token_count for r in records]
         last = max((t for (_, _, s), t in result.arrived.items() if s == strategy), default=published_at)
         table[strategy] = {
+            "digest": output_digest(records),
             "documents": len({(r.doc_id, r.amendment_number) for r in records}),
             "chunks": len(records),
             "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else 0.0,
@@ -289,8 +300,9 @@ def per_strategy(result: Collected, chosen: list[str], published_at: float) -> d
 
 
 def print_summary(summary: dict, out: Console, err: Console, kept: Path | None) -> None:
-    table = Table(title=f"streams demo: {summary['documents']} documents, {summary['pages']} pages")
-    for column in ("strategy", "documents", "chunks", "mean tokens", "max tokens", "seconds"):
+    broker = "Apache Kafka" if summary.get("broker_kind") == "kafka" else "noida-db"
+    table = Table(title=f"streams demo: {summary['documents']} documents, {summary['pages']} pages, on {broker}")
+    for column in ("strategy", "documents", "chunks", "mean tokens", "max tokens", "seconds", "output digest"):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for strategy, row in summary["strategies"].items():
         table.add_row(
@@ -300,6 +312,7 @@ def print_summary(summary: dict, out: Console, err: Console, kept: Path | None) 
             f"{row['mean_tokens']:.0f}",
             str(row["max_tokens"]),
             f"{row['seconds']:.1f}",
+            row["digest"],
         )
     out.print(table)
     line = f"dead letters: {summary['dead_letters']}; {summary['seconds']:.1f}s in all"

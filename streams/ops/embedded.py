@@ -140,6 +140,7 @@ class EmbeddedBroker(EmbeddedProcess):
     """noida-db plus the group janitor that expires dead members, which noida-db itself never does."""
 
     janitor: GroupJanitor | None = None
+    kind: str = "noida"
 
     def ready(self, timeout: float = 60.0) -> EmbeddedBroker:
         super().ready(timeout)
@@ -159,15 +160,25 @@ class EmbeddedBroker(EmbeddedProcess):
         super().kill()
 
 
+#: Brokers the project can start itself: `streams up/demo --broker KIND`, `streams broker --kind KIND`.
+BROKER_KINDS = ("noida", "kafka")
+
 # Other implementations of the two services by name ("broker", "document_store"); the test suite puts
-# real Kafka and MongoDB images here when a Docker engine is available (tests/containers.py).
+# Apache Kafka here for its Kafka pass (tests/conftest.py).
 FACTORY_OVERRIDES: dict[str, Callable[[Path, int | None], Any]] = {}
 
 
-def broker(data_dir: Path, port: int | None = None) -> EmbeddedBroker:
-    """noida-db speaking the Kafka protocol (pinned 0.2.3), on its own port and data directory."""
+def broker(data_dir: Path, port: int | None = None, kind: str | None = None) -> EmbeddedProcess:
+    """A broker on its own port and data directory: noida-db speaking the Kafka protocol (pinned 0.2.3) by
+    default, Apache Kafka in KRaft mode with `kind="kafka"` (streams.ops.kafka)."""
     if override := FACTORY_OVERRIDES.get("broker"):
         return override(data_dir, port)
+    if kind == "kafka":
+        from streams.ops.kafka import kafka_broker
+
+        return kafka_broker(data_dir, port)
+    if kind not in (None, "noida"):
+        raise ServiceError(f"unknown broker kind {kind!r}: choose one of {', '.join(BROKER_KINDS)}")
     port = port or free_port()
     args = [
         _binary("noida-db"),

@@ -31,6 +31,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     """The settings a child worker needs, as STREAMS_* environment variables."""
     env = {
         "STREAMS_BROKER": settings.broker,
+        "STREAMS_BROKER_KIND": settings.broker_kind,
         "STREAMS_PARTITIONS": str(settings.partitions),
         "STREAMS_DATA_DIR": str(settings.data_dir),
         "STREAMS_TOKENIZER": settings.tokenizer,
@@ -358,7 +359,7 @@ class LocalPipeline:
         # The two services start side by side: each launcher is a Python process that takes seconds.
         services = []
         if self.own_broker:
-            self.broker = broker(self.settings.data_dir)
+            self.broker = broker(self.settings.data_dir, kind=self.settings.broker_kind)
             services.append(self.broker)
         if "mongo" in self.sinks and self.own_store:
             self.store = document_store(self.settings.data_dir)
@@ -370,9 +371,11 @@ class LocalPipeline:
         for service in services:
             service.ready()
         if self.broker is not None:
-            self.settings = self.settings.model_copy(
-                update={"broker": self.broker.address, "changelog_cleanup": "delete"}
-            )
+            kind = getattr(self.broker, "kind", "noida")
+            update: dict[str, object] = {"broker": self.broker.address, "broker_kind": kind}
+            if kind == "noida":  # see streams.ops.topics: compaction can stall faust's recovery there
+                update["changelog_cleanup"] = "delete"
+            self.settings = self.settings.model_copy(update=update)
         if self.store is not None:
             self.settings = self.settings.model_copy(update={"mongo_url": f"mongodb://{self.store.address}"})
         self.on_stage("creating topics")

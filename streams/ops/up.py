@@ -26,6 +26,7 @@ HEALTH_FILE = "health.json"
 def connection(settings: Settings) -> dict[str, str]:
     return {
         "broker": settings.broker,
+        "broker_kind": settings.broker_kind,
         "mongo_url": settings.mongo_url,
         "mongo_database": settings.mongo_database,
         "mongo_collection": settings.mongo_collection,
@@ -71,13 +72,13 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
             info["ui"] = pipeline.start_ui()
         elif ui:
             console.print("console not started: its packages are missing (pip install -e '.[ui]')")
-        shared = {k: info[k] for k in ("broker", "mongo_url", "mongo_database", "mongo_collection")}
+        shared = {k: info[k] for k in ("broker", "broker_kind", "mongo_url", "mongo_database", "mongo_collection")}
         up_file.write_text(
             json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info, "processes": pipeline.pids()})
         )
         if as_json:
             print(json.dumps(info, sort_keys=True), flush=True)
-        console.print(f"up: broker {info['broker']}, mongo {info['mongo_url']}, vectors {info['vector_store']}")
+        console.print(f"up: broker {info['broker']} ({info['broker_kind']}), mongo {info['mongo_url']}, vectors {info['vector_store']}")
         console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
         if "ui" in info:
             console.print(f"console: {info['ui']}")
