@@ -23,8 +23,15 @@ err = Console(stderr=True)
 out = Console()
 
 
+#: Commands that talk to a broker they did not start: with security on, they check the credentials first.
+BROKER_CLIENTS = frozenset(
+    {"publish", "worker", "sink", "delete", "topics", "tail", "ui", "status", "audit", "search", "replay", "lag"}
+)
+
+
 @app.callback()
 def _config(
+    ctx: typer.Context,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -40,6 +47,10 @@ def _config(
 
         read_config_file(config)  # unreadable or malformed: one line now, before anything starts
         os.environ[CONFIG_ENV] = str(config.resolve())
+    if ctx.invoked_subcommand in BROKER_CLIENTS:
+        from streams.runtime.clients import check_credentials
+
+        check_credentials(Settings())
 
 
 class CliError(Exception):

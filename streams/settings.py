@@ -65,6 +65,22 @@ class ConfigFileSource(PydanticBaseSettingsSource):
         return read_config_file(Path(path)) if path else {}
 
 
+#: Every setting of a parent process, as one JSON object: how `LocalPipeline` hands its settings to the
+#: workers it starts (streams.ops.pipeline.child_env), whole and by one serialisation.
+SETTINGS_ENV = "STREAMS_SETTINGS_JSON"
+
+
+class ParentSettingsSource(PydanticBaseSettingsSource):
+    """The settings a parent process handed down (below this process's own environment variables)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        raw = os.environ.get(SETTINGS_ENV)
+        return json.loads(raw) if raw else {}
+
+
 class UpFileSource(PydanticBaseSettingsSource):
     """Connection settings of a running `streams up` (below environment variables and arguments)."""
 
@@ -227,6 +243,7 @@ class Settings(BaseSettings):
         return (
             init_settings,
             env_settings,
+            ParentSettingsSource(settings_cls),
             dotenv_settings,
             file_secret_settings,
             ConfigFileSource(settings_cls),
@@ -249,6 +266,15 @@ class Settings(BaseSettings):
             if data.get(key):
                 data[key] = mask_url(data[key])
         return data
+
+
+def is_setting_variable(name: str) -> bool:
+    """Whether an environment variable sets a field of `Settings` (STREAMS_BROKER, STREAMS_TOPIC_PAGES,
+    STREAMS_SECTION__MAX_TOKENS, ...), as opposed to a process switch such as STREAMS_DEBUG."""
+    if not name.startswith("STREAMS_"):
+        return False
+    field = name[len("STREAMS_") :].split("__")[0].lower()
+    return field in Settings.model_fields or field.startswith("topic_") or name in (SETTINGS_ENV, CONFIG_ENV)
 
 
 def mask_url(url: str) -> str:

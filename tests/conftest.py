@@ -1,9 +1,17 @@
-"""Shared fixtures: paths, the shared corpora (skipped when absent), page builders."""
+"""Shared fixtures: paths, the shared corpora (skipped when absent), page builders, and the bus.
+
+The bus: every test of the integration, reliability, console and operations suites (marked `integration`
+under tests/integration, tests/reliability, tests/ui and tests/ops) runs once on noida-db, the embedded
+default, and once on Apache Kafka (`[noida]` and `[kafka]` in its id). Tests of noida-db's own behaviour
+are marked `embedded_only` and run on it alone. `STREAMS_TEST_BUS=noida` (or `kafka`) runs one pass only;
+a machine without Java or Maven fails the Kafka pass rather than skipping it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +21,6 @@ import pytest
 
 from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
-from tests.containers import docker_available, kafka_container, mongo_container
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -66,26 +73,47 @@ def raw_page(**fields: object) -> bytes:
     return json.dumps(fields).encode()
 
 
+BUSES = ("noida", "kafka")
+#: The suites that run on both brokers (see the module docstring).
+BOTH_BUSES = ("integration", "reliability", "ui", "ops")
+
+
+def buses() -> list[str]:
+    chosen = [b.strip() for b in os.environ.get("STREAMS_TEST_BUS", ",".join(BUSES)).split(",") if b.strip()]
+    unknown = sorted(set(chosen) - set(BUSES))
+    if unknown or not chosen:
+        raise pytest.UsageError(f"STREAMS_TEST_BUS: choose from {', '.join(BUSES)}, not {unknown or 'nothing'}")
+    return chosen
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Each test of the bus suites once per broker: `bus` is a session fixture, so pytest groups the tests
+    by broker and a session-wide stack (the console's) is built once for each."""
+    node = metafunc.definition
+    folder = Path(str(node.fspath)).parent.name
+    if (
+        "bus" in metafunc.fixturenames
+        and folder in BOTH_BUSES
+        and node.get_closest_marker("integration")
+        and not node.get_closest_marker("embedded_only")
+    ):
+        metafunc.parametrize("bus", buses(), indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session", autouse=True)
-def real_images() -> Iterator[None]:
-    """With STREAMS_TEST_DOCKER=1 and a Docker engine, every broker and document store a test starts is a
-    real image (Apache Kafka in KRaft mode, MongoDB) instead of the embedded one; see tests/containers.py."""
+def bus(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The broker this test's services use: every broker a test starts (`streams.ops.embedded.broker`, a
+    `LocalPipeline`, a `streams up` subprocess through STREAMS_BROKER_KIND) is of this kind."""
     from streams.ops.embedded import FACTORY_OVERRIDES
+    from streams.ops.kafka import kafka_broker
 
-    if docker_available():  # pragma: no cover - no Docker engine on the development machine
-        FACTORY_OVERRIDES.update(broker=kafka_container, document_store=mongo_container)
-    yield
-    FACTORY_OVERRIDES.clear()
-
-
-@pytest.fixture(autouse=True)
-def embedded_only(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests of noida-db behaviour itself (marker `embedded_only`) keep the embedded services."""
-    from streams.ops.embedded import FACTORY_OVERRIDES
-
-    if request.node.get_closest_marker("embedded_only"):
-        for name in list(FACTORY_OVERRIDES):
-            monkeypatch.delitem(FACTORY_OVERRIDES, name)
+    kind = getattr(request, "param", "noida")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("STREAMS_BROKER_KIND", kind)
+    if kind == "kafka":
+        patch.setitem(FACTORY_OVERRIDES, "broker", kafka_broker)
+    yield kind
+    patch.undo()
 
 
 class HashEmbedder(Embedder):

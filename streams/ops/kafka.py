@@ -14,9 +14,6 @@ that they agree). To move it: change `KAFKA_VERSION` and the image tags, then ru
 from __future__ import annotations
 
 import base64
-import fcntl
-import os
-import re
 import shutil
 import subprocess
 import time
@@ -25,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streams.ops.embedded import EmbeddedProcess, ServiceError, free_port
+from streams.ops.jvm import cache_dir, fetch_once, java_binary, maven
 
 #: The Apache Kafka release the project runs and tests on (the newest 4.x that aiokafka 0.14 and
 #: librdkafka 2.x speak to; Kafka 4 dropped protocol versions older than 2.1's and both clients are newer).
@@ -32,7 +30,6 @@ KAFKA_VERSION = "4.4.0"
 SCALA_VERSION = "2.13"
 #: Kafka 4 logs through log4j2 behind slf4j 1.7, as its own distribution ships.
 LOG4J_VERSION = "2.24.3"
-JAVA_MIN = 17
 
 POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -61,69 +58,25 @@ logger.started.level = INFO
 """
 
 
-def cache_dir() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "streams" / f"kafka-{KAFKA_VERSION}"
-
-
-def java_binary() -> str:
-    """`java` (JAVA_HOME first), version 17 or newer, or one clear line saying what to install."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home and (Path(home) / "bin" / "java").exists() else shutil.which("java")
-    if not java:
-        raise ServiceError(
-            f"Apache Kafka needs Java {JAVA_MIN} or newer and `java` is not on PATH "
-            "(Debian: apt-get install openjdk-17-jre-headless); without Java use the embedded broker"
-        )
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
-    found = re.search(r'version "(\d+)', out.stderr + out.stdout)
-    if not found or int(found.group(1)) < JAVA_MIN:
-        seen = found.group(1) if found else "unknown"
-        raise ServiceError(f"Apache Kafka {KAFKA_VERSION} needs Java {JAVA_MIN} or newer; {java} is version {seen}")
-    return java
-
-
 def cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def kafka_jars(progress=None) -> Path:
-    """The folder of Kafka's run-time jars, resolved from Maven Central on first use (then cached).
-
-    Resolution happens once per machine under a file lock, so parallel starts wait for one download.
-    """
-    root = cache_dir()
+def kafka_jars() -> Path:
+    """The folder of Kafka's run-time jars, resolved from Maven Central on first use (then cached)."""
+    root = cache_dir(f"kafka-{KAFKA_VERSION}")
     libs = root / "libs"
-    done = root / ".complete"
-    if done.exists():
-        return libs
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return libs
-        mvn = shutil.which("mvn")
-        if not mvn:
-            raise ServiceError(
-                f"Apache Kafka {KAFKA_VERSION}'s jars come from Maven Central and `mvn` is not on PATH "
-                "(Debian: apt-get install maven)"
-            )
-        if progress:
-            progress(f"fetching Apache Kafka {KAFKA_VERSION} from Maven Central (once)")
+
+    def fetch() -> None:
         (root / "pom.xml").write_text(POM.format(kafka=KAFKA_VERSION, scala=SCALA_VERSION, log4j=LOG4J_VERSION))
         shutil.rmtree(libs, ignore_errors=True)
-        result = subprocess.run(
-            [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-        if result.returncode != 0 or not any(libs.glob(f"kafka_{SCALA_VERSION}-*.jar")):
-            tail = " ".join((result.stdout + result.stderr).split())[-300:]
-            raise ServiceError(f"could not fetch Apache Kafka {KAFKA_VERSION} with Maven: {tail}")
-        done.write_text(KAFKA_VERSION)
+        what = f"Apache Kafka {KAFKA_VERSION}"
+        maven(what, ["dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={libs}"], root)
+        if not any(libs.glob(f"kafka_{SCALA_VERSION}-*.jar")):
+            raise ServiceError(f"Maven fetched no kafka_{SCALA_VERSION} jar into {libs}")
+
+    fetch_once(root, fetch)
     return libs
 
 
@@ -185,7 +138,7 @@ class KafkaBroker(EmbeddedProcess):
         return props
 
     def launch(self) -> None:
-        java = java_binary()
+        java = java_binary(f"Apache Kafka {KAFKA_VERSION}")
         libs = kafka_jars()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self.data_dir / "server.properties"
@@ -195,8 +148,19 @@ class KafkaBroker(EmbeddedProcess):
         classpath = f"{libs}/*"
         if not (self.log_dir / "meta.properties").exists():
             formatted = subprocess.run(
-                [java, "-cp", classpath, f"-Dlog4j2.configurationFile={log4j}", "kafka.tools.StorageTool", "format",
-                 "-t", cluster_id(), "-c", str(config), *self.format_args],
+                [
+                    java,
+                    "-cp",
+                    classpath,
+                    f"-Dlog4j2.configurationFile={log4j}",
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id(),
+                    "-c",
+                    str(config),
+                    *self.format_args,
+                ],
                 capture_output=True,
                 text=True,
                 timeout=120,

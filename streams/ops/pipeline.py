@@ -24,67 +24,18 @@ from streams.ops.topics import ensure_topics
 from streams.polling import QuietConsumer
 from streams.runtime import metrics
 from streams.runtime.clients import client_config
-from streams.settings import Settings
+from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
 
-def settings_env(settings: Settings) -> dict[str, str]:
-    """The settings a child worker needs, as STREAMS_* environment variables."""
-    env = {
-        "STREAMS_BROKER": settings.broker,
-        "STREAMS_BROKER_KIND": settings.broker_kind,
-        "STREAMS_PARTITIONS": str(settings.partitions),
-        "STREAMS_DATA_DIR": str(settings.data_dir),
-        "STREAMS_TOKENIZER": settings.tokenizer,
-        "STREAMS_ASSEMBLY_TIMEOUT_S": str(settings.assembly_timeout_s),
-        "STREAMS_SWEEP_INTERVAL_S": str(settings.sweep_interval_s),
-        "STREAMS_MAX_PAGE_BYTES": str(settings.max_page_bytes),
-        "STREAMS_MAX_PAGES": str(settings.max_pages),
-        "STREAMS_MAX_DOCUMENT_BYTES": str(settings.max_document_bytes),
-        "STREAMS_MAX_PENDING_BYTES": str(settings.max_pending_bytes),
-        "STREAMS_PROCESSING_GUARANTEE": settings.processing_guarantee,
-        "STREAMS_COMPRESSION": settings.compression,
-        "STREAMS_PRODUCER_LINGER_MS": str(settings.producer_linger_ms),
-        "STREAMS_COMMIT_INTERVAL_S": str(settings.commit_interval_s),
-        "STREAMS_MONGO_URL": settings.mongo_url,
-        "STREAMS_MONGO_DATABASE": settings.mongo_database,
-        "STREAMS_MONGO_COLLECTION": settings.mongo_collection,
-        "STREAMS_VECTOR_STORE": settings.vector_store,
-        "STREAMS_LANCEDB_PATH": str(settings.lance_dir),
-        "STREAMS_PINECONE_NAMESPACE": settings.pinecone_namespace,
-        "STREAMS_DELETE_SUPERSEDED_VECTORS": str(settings.delete_superseded_vectors).lower(),
-        "STREAMS_SINK_ASSIGNMENT": settings.sink_assignment,
-        "STREAMS_SINK_BATCH_SIZE": str(settings.sink_batch_size),
-        "STREAMS_EMBED_BACKEND": settings.embed_backend,
-        "STREAMS_EMBED_EXPORT_DIR": str(settings.onnx_dir),
-        "STREAMS_EMBED_CACHE": settings.embed_cache,
-        "STREAMS_EMBED_CACHE_PATH": str(settings.embed_cache_file),
-        "STREAMS_EMBED_CACHE_MAX_ROWS": str(settings.embed_cache_max_rows),
-        "STREAMS_EMBED_CACHE_TTL_DAYS": str(settings.embed_cache_ttl_days),
-        "STREAMS_EMBED_LONG_CHUNKS": settings.embed_long_chunks,
-    }
-    if settings.embed_threads is not None:
-        env["STREAMS_EMBED_THREADS"] = str(settings.embed_threads)
-    from streams.core.options import OPTIONS
-
-    for strategy in OPTIONS:  # strategy options as set (validated by each worker at start-up)
-        for option, value in (getattr(settings, strategy) or {}).items():
-            env[f"STREAMS_{strategy.upper()}__{option.upper()}"] = (
-                str(value).lower() if isinstance(value, bool) else str(value)
-            )
-    for name in (
-        "chunker_version",
-        "embed_model",
-        "pinecone_api_key",
-        "pinecone_host",
-        "pinecone_index_host",
-    ):
-        value = getattr(settings, name)
-        if value:
-            env[f"STREAMS_{name.upper()}"] = str(value)
-    for name, value in settings.topics.model_dump().items():
-        env[f"STREAMS_TOPIC_{name.upper()}"] = value
-    if settings.schema_registry_url:
-        env["STREAMS_SCHEMA_REGISTRY_URL"] = settings.schema_registry_url
+def child_env(settings: Settings, **overrides: str) -> dict[str, str]:
+    """The environment of a child process: this one's, with every setting replaced by `settings` whole,
+    as one JSON object (`STREAMS_SETTINGS_JSON`), so nothing set here is lost on the way (a list of
+    fields copied one by one left the security settings behind). The parent's own STREAMS_* settings
+    variables are dropped, so values this process changed (the broker's address) are not overridden by
+    the ones it started with; `overrides` are per-child settings (a worker's metrics port)."""
+    env = {name: value for name, value in os.environ.items() if not is_setting_variable(name)}
+    env[SETTINGS_ENV] = settings.model_dump_json()
+    env.update(overrides)
     return env
 
 
@@ -397,10 +348,11 @@ class LocalPipeline:
         log = (log_dir / f"{key.replace(':', '-').replace('#', '-')}.log").open("ab")
         # STREAMS_METRICS_PORT, if set for `streams up`, is its own endpoint: a worker inheriting it would
         # fight the others for the port (each gets its own below when metrics are asked for).
-        env = {**os.environ, **settings_env(self.settings), "STREAMS_METRICS_PORT": "0"}
+        metrics_port = "0"
         if self.metrics:
             self.metrics_ports[key] = self.metrics_ports.get(key) or free_port()
-            env["STREAMS_METRICS_PORT"] = str(self.metrics_ports[key])
+            metrics_port = str(self.metrics_ports[key])
+        env = child_env(self.settings, STREAMS_METRICS_PORT=metrics_port)
         proc = subprocess.Popen(
             [
                 sys.executable,

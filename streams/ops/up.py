@@ -78,7 +78,10 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
         )
         if as_json:
             print(json.dumps(info, sort_keys=True), flush=True)
-        console.print(f"up: broker {info['broker']} ({info['broker_kind']}), mongo {info['mongo_url']}, vectors {info['vector_store']}")
+        console.print(
+            f"up: broker {info['broker']} ({info['broker_kind']}), mongo {info['mongo_url']}, "
+            f"vectors {info['vector_store']}"
+        )
         console.print(f"workers: assembler, {', '.join(strategies)}; sinks: mongo, vectors. Ctrl-C stops.")
         if "ui" in info:
             console.print(f"console: {info['ui']}")

@@ -11,8 +11,9 @@ import logging
 import os
 import re
 import socket
+import time
 
-from streams.settings import Settings
+from streams.settings import ConfigError, Settings
 
 KAFKA_LOG = logging.getLogger("streams.kafka")
 KAFKA_LOG.addHandler(logging.NullHandler())  # silent unless the process configured logging (workers, tests)
@@ -55,3 +56,47 @@ def client_id(role: str, pid: int | None = None) -> str:
 def group_id(role: str) -> str:
     """Consumer group of a role: `streams-assembler`, `streams-chunker-window`, `streams-sink-mongo`, ..."""
     return f"streams-{role}"
+
+
+class BrokerRefused(ConfigError):
+    """The broker refused this process's credentials or certificate: a bad setting, not a passing outage."""
+
+
+def check_credentials(settings: Settings, timeout: float = 20.0) -> None:
+    """With security on, connect once before anything starts: a wrong password or an untrusted certificate
+    is one clear line and a refusal to start (exit 78, which supervisors do not retry), instead of clients
+    retrying for ever. A broker that does not answer at all is left to the clients' own retries.
+
+    librdkafka reports both through its error callback only (`_AUTHENTICATION`, `_SSL`), which fires from
+    `poll`; a metadata request alone would just time out with "transport failure".
+    """
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    if settings.security_protocol.upper() == "PLAINTEXT":
+        return
+    errors: list[KafkaError] = []
+    admin = AdminClient({**client_config(settings), "error_cb": errors.append})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except KafkaException:
+            admin.poll(0)
+        for error in errors:
+            detail = mask_secret(error.str(), settings.sasl_password)
+            if error.code() == KafkaError._AUTHENTICATION:
+                raise BrokerRefused(
+                    f"the broker at {settings.broker} refused the credentials of SASL user "
+                    f"{settings.sasl_username!r} (STREAMS_SASL_USERNAME/STREAMS_SASL_PASSWORD): {detail}"
+                )
+            if error.code() == KafkaError._SSL:
+                raise BrokerRefused(
+                    f"TLS with the broker at {settings.broker} failed (STREAMS_SSL_CAFILE="
+                    f"{settings.ssl_cafile or 'the system CAs'}): {detail}"
+                )
+
+
+def mask_secret(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text

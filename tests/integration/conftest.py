@@ -1,5 +1,5 @@
-"""Integration fixtures: a real Kafka-protocol broker started by the project (noida-db), or Apache Kafka
-through testcontainers when a Docker engine is available and STREAMS_TEST_DOCKER=1 (tests/conftest.py)."""
+"""Integration fixtures: a real broker started by the project, noida-db or Apache Kafka (the `bus` fixture
+of tests/conftest.py runs each test on both)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def run_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     def start(strategies: list[str], **overrides: object) -> LocalPipeline:
         settings = pipeline_settings(tmp_path_factory.mktemp("pipeline"), **overrides)
-        pipeline = LocalPipeline(settings, strategies)  # real images under STREAMS_TEST_DOCKER=1 (tests/conftest.py)
+        pipeline = LocalPipeline(settings, strategies)  # the test's broker kind (tests/conftest.py)
         started.append(pipeline.start())
         return pipeline
 

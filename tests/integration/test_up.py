@@ -24,7 +24,7 @@ def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
     )
 
 
-def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path) -> None:
+def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path, bus: str) -> None:
     env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
     env.pop("STREAMS_BROKER", None)
     up = subprocess.Popen(
@@ -37,7 +37,16 @@ def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path) -> None:
     )
     try:
         first = json.loads(up.stdout.readline())
-        assert set(first) == {"broker", "mongo_url", "mongo_database", "mongo_collection", "vector_store", "ui"}
+        assert set(first) == {
+            "broker",
+            "broker_kind",
+            "mongo_url",
+            "mongo_database",
+            "mongo_collection",
+            "vector_store",
+            "ui",
+        }
+        assert first["broker_kind"] == bus  # STREAMS_BROKER_KIND, set by the bus fixture
         assert first["ui"].startswith("http://127.0.0.1:")
         assert first["mongo_database"] == "streams" and first["mongo_collection"] == "chunks"
         notes = next(p for p in sample_paths() if p.name == "field_notes.json")

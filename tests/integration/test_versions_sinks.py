@@ -70,10 +70,20 @@ RELABEL = {"chunker_version": "9.9.9-replay"}
 RETUNE = {STRATEGY: {"min_tokens": 150, "max_tokens": 250}}
 
 
-def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = False, replay: dict | None = None) -> dict:
+def run_amendments(
+    tmp: Path,
+    order: list[int],
+    embedder,
+    redeliver: bool = False,
+    replay: dict | None = None,
+    inspect=None,
+    **overrides: object,
+) -> dict:
+    """Publish the RFP's versions in `order` through a pipeline into both sinks (and replay, if asked);
+    `inspect(settings)`, if given, runs while everything is still up and its result is returned too."""
     issued, amended = rfp_versions()
     versions = {0: issued, 1: amended}
-    settings = pipeline_settings(tmp, sink_assignment="manual")
+    settings = pipeline_settings(tmp, sink_assignment="manual", **overrides)
     store = document_store(tmp).start()
     settings = settings.model_copy(update={"mongo_url": f"mongodb://{store.address}"})
     try:
@@ -164,6 +174,7 @@ def run_amendments(tmp: Path, order: list[int], embedder, redeliver: bool = Fals
                     "replayed": replayed.result if replayed else None,
                     "fresh": fresh,
                     "embedded_after": sinks.vectors.stats.embedded,
+                    "inspected": inspect(pipeline.settings) if inspect else None,
                 }
             finally:
                 collector.close()
