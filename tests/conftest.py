@@ -21,6 +21,7 @@ import pytest
 
 from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
+from tests.debian import ensure
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -74,6 +75,8 @@ def raw_page(**fields: object) -> bytes:
 
 
 BUSES = ("noida", "kafka")
+#: What the Kafka pass needs on the machine, by command and the Debian package that brings it.
+KAFKA_NEEDS = {"java": "openjdk-17-jre-headless", "mvn": "maven", "openssl": "openssl"}
 #: The suites that run on both brokers (see the module docstring).
 BOTH_BUSES = ("integration", "reliability", "ui", "ops")
 
@@ -108,6 +111,8 @@ def bus(request: pytest.FixtureRequest) -> Iterator[str]:
     from streams.ops.kafka import kafka_broker
 
     kind = getattr(request, "param", "noida")
+    if kind == "kafka" and (missing := ensure(KAFKA_NEEDS)):
+        pytest.fail(f"Apache Kafka cannot run here: {missing}")  # a failure, not a skip
     patch = pytest.MonkeyPatch()
     patch.setenv("STREAMS_BROKER_KIND", kind)
     if kind == "kafka":

@@ -133,6 +133,7 @@ class KafkaBroker(EmbeddedProcess):
             "num.io.threads": "4",
             "background.threads": "4",
             "log.cleaner.threads": "1",
+            "auto.create.topics.enable": "false",  # as deployed: topics exist only as `streams topics` made them
         }
         props.update(self.extra)
         return props

@@ -12,6 +12,7 @@ import os
 import re
 import socket
 import time
+from typing import Any
 
 from streams.settings import ConfigError, Settings
 
@@ -56,6 +57,27 @@ def client_id(role: str, pid: int | None = None) -> str:
 def group_id(role: str) -> str:
     """Consumer group of a role: `streams-assembler`, `streams-chunker-window`, `streams-sink-mongo`, ..."""
     return f"streams-{role}"
+
+
+#: What Kafka answers an offsets request with while the group coordinator moves or loads (right after a
+#: broker starts, `__consumer_offsets` is still being created): retriable, and librdkafka does not retry
+#: `committed()` itself. noida-db never answered so.
+COORDINATOR_BUSY = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+
+
+def committed_offsets(consumer: Any, partitions: list[Any], timeout: float = 10.0) -> list[Any]:
+    """`consumer.committed(partitions)`, asked again while the coordinator is busy, within `timeout`."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.committed(partitions, timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as exc:
+            busy = any(code in str(exc) for code in COORDINATOR_BUSY) or "Not coordinator" in str(exc)
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 class BrokerRefused(ConfigError):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from streams.core.chunkers import STRATEGIES
-from streams.runtime.clients import client_config, group_id
+from streams.runtime.clients import client_config, committed_offsets, group_id
 from streams.settings import Settings
 
 
@@ -49,7 +49,7 @@ def group_lag(settings: Settings, group: str, topics: list[str], timeout: float 
         for topic in topics:
             if topic in metadata:
                 wanted += [TopicPartition(topic, p) for p in sorted(metadata[topic].partitions)]
-        committed = consumer.committed(wanted, timeout=timeout) if wanted else []
+        committed = committed_offsets(consumer, wanted, timeout=timeout) if wanted else []
         rows = []
         for tp in committed:
             low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=timeout)

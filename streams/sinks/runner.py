@@ -15,7 +15,7 @@ from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
 from streams.polling import QuietConsumer
 from streams.runtime import metrics
-from streams.runtime.clients import client_config, client_id, group_id
+from streams.runtime.clients import client_config, client_id, committed_offsets, group_id
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -80,7 +80,7 @@ class SinkRunner:
         """
         metadata = self.consumer.list_topics(timeout=10).topics
         wanted = [TopicPartition(t, p) for t in topics if t in metadata for p in sorted(metadata[t].partitions)]
-        committed = self.consumer.committed(wanted, timeout=10)
+        committed = committed_offsets(self.consumer, wanted, timeout=10)
         self.consumer.assign(
             [
                 TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)

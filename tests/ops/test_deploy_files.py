@@ -263,6 +263,15 @@ def test_compose_kafka_is_single_node_kraft(settings: Settings) -> None:
     assert kafka["healthcheck"]["test"]
 
 
+def test_one_kafka_version_everywhere() -> None:
+    """The compose stack and the deployment notes name the Kafka release the tests run on."""
+    from streams.ops.kafka import KAFKA_VERSION
+
+    kafka = compose()["services"]["kafka"]
+    assert kafka["image"] == f"apache/kafka:${{KAFKA_VERSION:-{KAFKA_VERSION}}}"
+    assert f"Apache Kafka {KAFKA_VERSION}" in (REPO / "deploy" / "README.md").read_text()
+
+
 def test_compose_startup_order() -> None:
     services = compose()["services"]
     assert depends(services["topics-init"]) == {"kafka": "service_healthy"}

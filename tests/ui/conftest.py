@@ -4,8 +4,6 @@ and both sinks, with the samples, a hostile document and a dead letter on the bu
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +17,7 @@ from streams.ops.embedded import free_port
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
 from streams.settings import Settings
 from streams.ui.browser import browser_paths, headless_chromium
+from tests.debian import install
 from tests.integration.conftest import pipeline_settings
 
 STRATEGIES = ["window", "section"]
@@ -105,27 +104,12 @@ def served(stack: Stack) -> Iterator[str]:
     thread.join(10)
 
 
-def _install_browser() -> str:
-    """Debian's chromium and its driver, installed when missing (CI starts on a machine without them)."""
-    if not shutil.which("apt-get"):
-        return "no apt-get on this machine"
-    prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    if prefix and not shutil.which("sudo"):
-        return "not root and no sudo: cannot apt-get install chromium"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]):
-        done = subprocess.run([*prefix, *command], capture_output=True, text=True, env=env, timeout=900)
-        if done.returncode != 0:
-            return f"{' '.join(command)} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
-    return ""
-
-
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """Headless Debian chromium through selenium and chromedriver; installed here when missing."""
     chromium, driver_path = browser_paths()
     if not (chromium and driver_path):
-        why = _install_browser()
+        why = install("chromium", "chromium-driver")
         chromium, driver_path = browser_paths()
         if not (chromium and driver_path):
             pytest.skip(f"no browser for the console's browser tests: {why or 'chromium not found after install'}")
