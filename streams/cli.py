@@ -98,13 +98,19 @@ def chunk(
     """Chunk files offline, without the bus; prints one JSON chunk per line."""
     from streams.core.document import assemble
     from streams.core.options import parse_assignments
-    from streams.core.records import build_records
+    from streams.core.publish import publish
     from streams.strategies import build_chunker
 
     chunker = build_chunker(strategy, Settings(), parse_assignments(strategy, assignments or []))
     for pages in _read_files(paths, doc_id, doc_type, amendment):
         doc = assemble(pages)
-        records = build_records(doc, chunker, chunker.chunk(doc))
+        published = publish(doc, chunker)  # what the workers publish for it, byte for byte
+        if not published.applicable:
+            err.print(
+                f"skipped {doc.document_name}: not applicable ({published.skipped})", highlight=False, soft_wrap=True
+            )
+            continue
+        records = published.records
         if fmt == "seed":
             import importlib
 
@@ -142,16 +148,21 @@ def check(
     from streams.core.conformance import check as conformance
     from streams.core.document import assemble
     from streams.core.options import parse_assignments
+    from streams.core.publish import not_applicable
     from streams.core.records import build_records
     from streams.strategies import build_chunker
 
     chunker = build_chunker(strategy, Settings(), parse_assignments(strategy, assignments or []))
-    report: dict = {"strategy": strategy, "documents": 0, "chunks": 0, "refused": [], "rules": {}}
+    report: dict = {"strategy": strategy, "documents": 0, "chunks": 0, "refused": [], "skipped": [], "rules": {}}
     with _progress() as progress:
         task = progress.add_task(f"checking {strategy}", total=len(paths))
         for path in paths:
             doc = assemble(_read_files([path], None, doc_type, 0)[0])
             report["documents"] += 1
+            if why := not_applicable(doc, chunker):  # the workers skip it too: no rule to keep
+                report["skipped"].append({"file": str(path), "reason": why})
+                progress.advance(task)
+                continue
             try:
                 drafts = chunker.chunk(doc)
             except ChunkingError as exc:
@@ -182,6 +193,8 @@ def check(
             table.add_row(name, str(rule["count"]), examples)
         for refusal in report["refused"]:
             table.add_row("refused", "-", f"{refusal['file']}: {refusal['reason']}")
+        for skip in report["skipped"]:
+            table.add_row("not applicable", "-", f"{skip['file']}: {skip['reason']}")
         if broken:
             out.print(table, markup=False)
         else:
@@ -453,19 +466,35 @@ def status(
     out.print(table)
 
 
+def _audited(strategy: list[str] | None, settings: Settings, stores: list[str]) -> tuple[list[str], str]:
+    """The strategies to check (named, or what is deployed) and the line that says what was audited."""
+    from streams.ops.audit import deployed_strategies
+
+    if strategy:
+        chosen, source = _strategies(strategy, settings), "--strategy"
+    else:
+        chosen, source = deployed_strategies(settings)
+    line = f"auditing {', '.join(chosen) or 'no strategy'} (from {source}) in {', '.join(stores) or 'no store'}"
+    return chosen, line
+
+
 def _document_status(doc_id: str, as_json: bool, strategy: list[str] | None, stores: str) -> None:
     from streams.ops.audit import audit_stores, document_status
 
     settings = Settings()
-    opened = audit_stores(settings, [s for s in stores.split(",") if s])
+    names = [s for s in stores.split(",") if s]
+    chosen, line = _audited(strategy, settings, names)
+    opened = audit_stores(settings, names)
     try:
-        report = document_status(settings, doc_id, opened, _strategies(strategy, settings))
+        report = document_status(settings, doc_id, opened, chosen)
     finally:
         for store in opened:
             store.close()
+    report["audited"] = {"strategies": chosen, "stores": names}
     if as_json:
         sys.stdout.write(json.dumps(report, sort_keys=True) + "\n")
         return
+    err.print(line, highlight=False, soft_wrap=True)
     out.print(f"[bold]{doc_id}[/]" + (" [red](deleted)[/]" if report["deleted"] else ""))
     for letter in report["dead_letters"]:
         out.print(f"  [red]dead letter[/] at {letter['stage']}: {letter['reason_code']}: {letter['reason']}")
@@ -475,6 +504,9 @@ def _document_status(doc_id: str, as_json: bool, strategy: list[str] | None, sto
         for name, row in version["strategies"].items():
             if row["manifest"] is None:
                 out.print(f"    {name}: [yellow]no manifest[/] (not chunked, or dead-lettered)")
+                continue
+            if row["manifest"]["outcome"] == "not_applicable":
+                out.print(f"    {name}: [dim]not applicable[/] ({row['manifest']['reason']})", highlight=False)
                 continue
             parts = [f"{row['manifest']['chunks']} chunks ({row['manifest']['chunker_version']})"]
             for store, held in row["stores"].items():
@@ -500,9 +532,11 @@ def audit(
     from streams.runtime import metrics
 
     settings = Settings()
-    chosen = _strategies(strategy, settings)
+    names = [s for s in stores.split(",") if s]
+    chosen, line = _audited(strategy, settings, names)
+    err.print(line, highlight=False, soft_wrap=True)  # stderr: a --json object on stdout stays alone
     since_ms = parse_from(since) if since else None
-    opened = audit_stores(settings, [s for s in stores.split(",") if s])
+    opened = audit_stores(settings, names)
     try:
         with _progress() as progress:
             task = progress.add_task("reading the ledger", total=None)
@@ -532,8 +566,11 @@ def audit(
         sys.stdout.write(json.dumps(summary, sort_keys=True) + "\n")
     else:
         counts = ", ".join(f"{k} {v}" for k, v in report.counts().items() if v) or "no gaps"
+        skipped = sum(report.not_applicable.values())
+        note = f" ({skipped} not applicable to their strategy, accounted for)" if skipped else ""
         err.print(
-            f"audited {report.versions} document versions x {len(chosen)} strategies in {report.seconds:.1f}s: {counts}"
+            f"audited {report.versions} document versions x {len(chosen)} strategies in {report.seconds:.1f}s: "
+            f"{counts}{note}"
         )
         for gap in report.gaps[:20]:
             where = " ".join(x for x in (gap.strategy, gap.store) if x)

@@ -232,8 +232,9 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
     from streams.core.chunkers import EMBEDDING_STRATEGIES, ChunkingError
     from streams.core.embedding import EmbeddingUnavailable
-    from streams.core.events import AssembledDocument, ChunkRecord, ChunkStatus
-    from streams.core.records import build_records, manifest_for
+    from streams.core.events import AssembledDocument, ChunkStatus
+    from streams.core.publish import Published, publish
+    from streams.core.records import manifest_for, skipped_manifest
     from streams.core.versions import decide, delete
     from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
@@ -267,19 +268,13 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
 
     budget = InlineBudget()
 
-    def run(raw: bytes) -> tuple[list[ChunkRecord], int]:
-        """Records of one document and when its first page arrived (for the latency metric)."""
+    def run(raw: bytes) -> tuple[AssembledDocument, Published]:
+        """What this strategy publishes for one assembled document (streams.core.publish)."""
         started = time.perf_counter()
         doc = AssembledDocument.model_validate(codec.decode("assembled_document", raw))
-        if strategy == "section" and doc.doc_type == "solicitation":
-            from streams.core.chunkers.section import file_filter_decision
-
-            allowed, why = file_filter_decision(doc.document_name)
-            if not allowed:  # seed 002's file filter, applied where chunks are published
-                raise ChunkingError(f"file filter excluded {doc.document_name!r}: {why}", code="filtered_out")
-        records = build_records(doc, chunker, chunker.chunk(doc))
+        published = publish(doc, chunker)
         budget.observe(len(raw), time.perf_counter() - started)
-        return records, doc.first_page_ms
+        return doc, published
 
     async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> None:
         for chunk_id in ids:
@@ -312,13 +307,13 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                     versions.pop(doc_id, None)
                 continue
             failure: tuple[str, str] | None = None
-            records: list[ChunkRecord] = []
-            first_page_ms = 0
+            published: Published | None = None
+            doc: AssembledDocument | None = None
             try:
                 if budget.inline(len(event.value)):
-                    records, first_page_ms = run(event.value)
+                    doc, published = run(event.value)
                 else:  # long enough that the loop should keep serving produce acks and commits meanwhile
-                    records, first_page_ms = await loop.run_in_executor(None, run, event.value)
+                    doc, published = await loop.run_in_executor(None, run, event.value)
             except AvroDecodeError as exc:
                 failure = ("invalid_avro", str(exc))
             except ChunkingError as exc:
@@ -326,6 +321,16 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
             except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
                 log.exception("chunker %s failed", strategy)
                 failure = ("chunker_error", f"{type(exc).__name__}: {exc}")
+            if failure is None and published is not None and doc is not None and not published.applicable:
+                # not this strategy's kind of document: accounted for in the ledger, never dead-lettered
+                manifest = skipped_manifest(doc, chunker, published.skipped, now_ms())
+                await manifests.send(
+                    key=manifest.key.encode(),
+                    value=codec.encode("document_manifest", manifest.model_dump(), topics.manifests),
+                )
+                m.SKIPPED.labels(strategy).inc()
+                continue
+            records = published.records if published is not None else []
             if failure is None and not records:
                 failure = ("no_chunks", "the strategy produced no chunks for this document")
             if failure is not None:
@@ -355,8 +360,8 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
             )
             m.CHUNKS.labels(strategy).inc(len(records))
             m.RECORDS_OUT.labels(f"chunker-{strategy}", topics.chunks).inc(len(records))
-            if first_page_ms:
-                m.LATENCY.labels("page_to_chunk").observe(max(0.0, (now_ms() - first_page_ms) / 1000))
+            if doc is not None and doc.first_page_ms:
+                m.LATENCY.labels("page_to_chunk").observe(max(0.0, (now_ms() - doc.first_page_ms) / 1000))
             m.TABLE_ENTRIES.labels("chunk-versions").set(len(versions))
             for older, ids in decision.flips.items():
                 await send_status(ids, doc_id, older, retired=False, by=amendment)

@@ -161,6 +161,10 @@ class ChunkStatus(BaseModel):
     timestamp_ms: int = 0
 
 
+#: A manifest's (and an indexed event's) outcome when a strategy skips a document that is not for it.
+NOT_APPLICABLE = "not_applicable"
+
+
 class DocumentManifest(BaseModel):
     """The ledger's expectation for one document version and lineage: every chunk id, in order."""
 
@@ -176,10 +180,17 @@ class DocumentManifest(BaseModel):
     is_table: list[bool]
     chunk_count: int
     timestamp_ms: int = 0
+    #: "chunked", or NOT_APPLICABLE: the strategy does not take this document, and no chunk is expected
+    outcome: str = "chunked"
+    reason: str = ""
 
     @property
     def key(self) -> str:
         return manifest_key(self.doc_id, self.amendment_number, self.strategy, self.chunker_version)
+
+    @property
+    def applicable(self) -> bool:
+        return self.outcome != NOT_APPLICABLE
 
     def ids_held_by(self, holds_tables: bool) -> list[str]:
         """The chunk ids a store must account for: all of them, or the non-table ones (vectors, seed 002)."""

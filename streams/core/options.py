@@ -33,6 +33,13 @@ BREAKPOINT_DEFAULTS: dict[str, float] = {
 }
 
 
+#: Every document type, in the order `DocType` declares them (streams.core.events; not imported here).
+DOC_TYPES = ("letter", "transcript", "release", "slides", "press", "solicitation", "generic")
+
+#: Options the pipeline reads around a chunker rather than the chunker itself (routing).
+ROUTING_OPTIONS = frozenset({"doc_types"})
+
+
 class OptionsError(ValueError):
     """A strategy option out of range, unknown or inconsistent: one line naming strategy and option."""
 
@@ -44,6 +51,34 @@ class StrategyOptions(BaseModel):
     strategy: ClassVar[str]
     seed: ClassVar[str]
     summary: ClassVar[str]
+
+    doc_types: tuple[str, ...] = Field(
+        DOC_TYPES,
+        description="document types this strategy takes (comma-separated); others are skipped as not applicable",
+    )
+
+    @field_validator("doc_types", mode="before")
+    @classmethod
+    def _types(cls, value: Any) -> Any:
+        """`letter,generic` from the environment or `--set`; each a known type; stored in `DOC_TYPES` order
+        so the same set is the same option (and the same lineage) however it was written."""
+        if isinstance(value, str):
+            value = [part for part in value.replace(" ", ",").split(",") if part]
+        if not isinstance(value, list | tuple | set | frozenset):
+            return value
+        names = [str(v).strip().lower() for v in value]
+        unknown = [n for n in names if n not in DOC_TYPES]
+        _check(not unknown, f"unknown document type {', '.join(unknown)} (types: {', '.join(DOC_TYPES)})")
+        _check(bool(names), "doc_types is empty: the strategy would take no document")
+        return tuple(t for t in DOC_TYPES if t in names)
+
+    def takes(self, doc_type: str) -> bool:
+        """Whether this strategy chunks a document of `doc_type` (else it is skipped, never dead-lettered)."""
+        return str(doc_type) in self.doc_types
+
+    def chunker_options(self) -> dict[str, Any]:
+        """What the chunker's constructor takes: every option but the routing ones."""
+        return self.model_dump(exclude=set(ROUTING_OPTIONS))
 
     def lineage_tag(self) -> str:
         """'' for the defaults; else a fingerprint of the options that differ, stable across runs."""
@@ -94,6 +129,8 @@ class LetterOptions(StrategyOptions):
     seed: ClassVar[str] = "000"
     summary: ClassVar[str] = "tier-1 sections and tier-2 tables of shareholder letters"
 
+    doc_types: tuple[str, ...] = Field(("letter",), description="seed 000's scope: shareholder letters")
+
     section_min_tokens: int = Field(250, ge=1, le=100_000, description="tier-1 section chunks merge below this")
     section_target_tokens: int = Field(500, ge=1, le=100_000, description="where an over-long section is cut")
     section_max_tokens: int = Field(800, ge=8, le=100_000, description="tier-1 section chunks split above this")
@@ -114,6 +151,11 @@ class FinanceOptions(StrategyOptions):
     seed: ClassVar[str] = "001"
     summary: ClassVar[str] = "speaker turns, Q&A pairs, statements and their tables"
 
+    doc_types: tuple[str, ...] = Field(
+        ("transcript", "release", "slides", "press"),
+        description="seed 001's scope: earnings transcripts, releases, slide decks and press releases",
+    )
+
     min_tokens: int = Field(500, ge=1, le=100_000, description="transcript and deck chunks merge below this")
     max_tokens: int = Field(1200, ge=1, le=100_000, description="transcript and deck chunks split above this")
     press_min_tokens: int = Field(400, ge=1, le=100_000, description="press-release chunks merge below this")
@@ -131,6 +173,8 @@ class SectionOptions(StrategyOptions):
     strategy: ClassVar[str] = "section"
     seed: ClassVar[str] = "002"
     summary: ClassVar[str] = "document sections of RFPs, with requirement and table flags"
+
+    doc_types: tuple[str, ...] = Field(("solicitation",), description="seed 002's scope: solicitations (RFPs)")
 
     min_tokens: int = Field(400, ge=1, le=100_000, description="sections merge below this")
     max_tokens: int = Field(600, ge=1, le=100_000, description="sections split above this")
@@ -244,6 +288,8 @@ def _range(field: Any) -> str:
     annotation = field.annotation
     if annotation is bool:
         return "true or false"
+    if getattr(annotation, "__origin__", None) is tuple:
+        return "any of " + ", ".join(DOC_TYPES)
     args = getattr(annotation, "__args__", ())
     if getattr(annotation, "__origin__", None) is Literal:
         return "one of " + ", ".join(map(str, args))

@@ -10,7 +10,7 @@ from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
-from streams.core.events import AssembledDocument, ChunkRecord, DocumentManifest
+from streams.core.events import NOT_APPLICABLE, AssembledDocument, ChunkRecord, DocumentManifest
 
 
 def normalized_text(text: str) -> str:
@@ -124,6 +124,24 @@ def is_table(record: ChunkRecord) -> bool:
     """Tables live in MongoDB only (seed 002): they are not useful for semantic search."""
     meta = record.metadata or {}
     return bool(meta.get("is_table")) or record.content_type in TABLE_CONTENT_TYPES
+
+
+def skipped_manifest(doc: AssembledDocument, chunker: Chunker, reason: str, timestamp_ms: int = 0) -> DocumentManifest:
+    """The manifest of a document this strategy does not take: accounted for, with no chunk expected."""
+    return DocumentManifest(
+        doc_id=doc.doc_id,
+        amendment_number=doc.amendment_number,
+        strategy=chunker.name,
+        chunker_version=chunker.version,
+        document_name=doc.document_name,
+        chunk_ids=[],
+        checksums=[],
+        is_table=[],
+        chunk_count=0,
+        timestamp_ms=timestamp_ms,
+        outcome=NOT_APPLICABLE,
+        reason=reason,
+    )
 
 
 def manifest_for(records: Sequence[ChunkRecord], timestamp_ms: int = 0) -> DocumentManifest:

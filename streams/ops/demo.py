@@ -206,7 +206,12 @@ def _follow(
             if settled and (not sinks or got == want):
                 break
         else:
-            missing = [f"{d}@{a}/{s}" for d, a in docs for s in chosen if not result.complete(d, a, s)]
+            missing = [
+                f"{d}@{a}/{s}"
+                for d, a in docs
+                for s in chosen
+                if not result.complete(d, a, s) and (d, a, s) not in result.skipped
+            ]
             what = f"{len(missing)} outputs: {', '.join(missing[:5])}" if missing else "the sinks"
             raise ServiceError(f"timed out after {timeout:.0f}s waiting for {what}")
     finally:
@@ -291,6 +296,7 @@ def per_strategy(result: Collected, chosen: list[str], published_at: float) -> d
         table[strategy] = {
             "digest": output_digest(records),
             "documents": len({(r.doc_id, r.amendment_number) for r in records}),
+            "skipped": sum(1 for (_, _, s) in result.skipped if s == strategy),
             "chunks": len(records),
             "mean_tokens": round(sum(tokens) / len(tokens), 1) if tokens else 0.0,
             "max_tokens": max(tokens, default=0),
@@ -302,12 +308,22 @@ def per_strategy(result: Collected, chosen: list[str], published_at: float) -> d
 def print_summary(summary: dict, out: Console, err: Console, kept: Path | None) -> None:
     broker = "Apache Kafka" if summary.get("broker_kind") == "kafka" else "noida-db"
     table = Table(title=f"streams demo: {summary['documents']} documents, {summary['pages']} pages, on {broker}")
-    for column in ("strategy", "documents", "chunks", "mean tokens", "max tokens", "seconds", "output digest"):
+    for column in (
+        "strategy",
+        "documents",
+        "not for it",
+        "chunks",
+        "mean tokens",
+        "max tokens",
+        "seconds",
+        "output digest",
+    ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for strategy, row in summary["strategies"].items():
         table.add_row(
             strategy,
             str(row["documents"]),
+            str(row["skipped"]),
             str(row["chunks"]),
             f"{row['mean_tokens']:.0f}",
             str(row["max_tokens"]),

@@ -18,7 +18,7 @@ from pathlib import Path
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
-from streams.core.events import ChunkRecord, DeadLetter, PageEvent
+from streams.core.events import ChunkRecord, DeadLetter, DocumentManifest, PageEvent
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import ensure_topics
 from streams.polling import QuietConsumer
@@ -77,6 +77,8 @@ class Collected:
 
     chunks: dict[tuple[str, int, str], dict[int, ChunkRecord]] = field(default_factory=lambda: defaultdict(dict))
     dead: list[DeadLetter] = field(default_factory=list)
+    #: (doc_id, amendment, strategy) a strategy skipped as not for it, with the reason (its manifest says so)
+    skipped: dict[tuple[str, int, str], str] = field(default_factory=dict)
     duplicates: int = 0
     # broker timestamp (epoch seconds) of the latest chunk per document, amendment and strategy
     arrived: dict[tuple[str, int, str], float] = field(default_factory=dict)
@@ -100,13 +102,18 @@ class Collected:
         return [d for d in self.dead if d.doc_id == doc_id and (stage is None or d.stage == stage)]
 
     def settled(self, docs: Iterable[tuple[str, int]], strategies: Iterable[str]) -> bool:
-        """Every document has all its chunks per strategy, or was dead-lettered at that stage."""
+        """Every document has all its chunks per strategy, was skipped by it as not applicable, or was
+        dead-lettered at that stage."""
         strategies = list(strategies)
         for doc_id, amendment in docs:
             if self.dead_for(doc_id, "assembly"):
                 continue
             for strategy in strategies:
-                if not (self.complete(doc_id, amendment, strategy) or self.dead_for(doc_id, f"chunk:{strategy}")):
+                if not (
+                    self.complete(doc_id, amendment, strategy)
+                    or (doc_id, amendment, strategy) in self.skipped
+                    or self.dead_for(doc_id, f"chunk:{strategy}")
+                ):
                     return False
         return True
 
@@ -136,7 +143,7 @@ class Collector:
                 }
             )
         )
-        topics = [settings.topics.chunks, settings.topics.dead_letter]
+        topics = [settings.topics.chunks, settings.topics.dead_letter, settings.topics.manifests]
         if watch_documents:
             topics.append(settings.topics.documents)
         if watch_indexed:
@@ -161,6 +168,12 @@ class Collector:
                 event = self.codec.decode("document_indexed", message.value())
                 key = (event["doc_id"], event["amendment_number"], event["strategy"], event["store"])
                 self.indexed[key] = event["chunk_count"]
+            elif message.topic() == self.settings.topics.manifests:
+                if message.value() is not None:
+                    manifest = DocumentManifest(**self.codec.decode("document_manifest", message.value()))
+                    if not manifest.applicable:
+                        key = (manifest.doc_id, manifest.amendment_number, manifest.strategy)
+                        self.result.skipped[key] = manifest.reason
             elif message.topic() == self.settings.topics.documents:
                 document = self.codec.decode("assembled_document", message.value())
                 self.documents_seen.add((document["doc_id"], document["amendment_number"]))
@@ -190,7 +203,9 @@ class Collector:
             f"{d}@{a}/{s}"
             for d, a in docs
             for s in strategies
-            if not self.result.dead_for(d) and not self.result.complete(d, a, s)
+            if not self.result.dead_for(d)
+            and not self.result.complete(d, a, s)
+            and (d, a, s) not in self.result.skipped
         ]
         raise ServiceError(
             f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}; "

@@ -74,7 +74,14 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
             console.print("console not started: its packages are missing (pip install -e '.[ui]')")
         shared = {k: info[k] for k in ("broker", "broker_kind", "mongo_url", "mongo_database", "mongo_collection")}
         up_file.write_text(
-            json.dumps({"settings": {**shared, "lancedb_path": str(lance)}, **info, "processes": pipeline.pids()})
+            json.dumps(
+                {
+                    "settings": {**shared, "lancedb_path": str(lance)},
+                    **info,
+                    "strategies": strategies,  # what `streams audit` and `status` check by default
+                    "processes": pipeline.pids(),
+                }
+            )
         )
         if as_json:
             print(json.dumps(info, sort_keys=True), flush=True)

@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 RECORDS_IN = Counter("streams_records_in", "Records consumed", ["role", "topic"])
 RECORDS_OUT = Counter("streams_records_out", "Records produced", ["role", "topic"])
 CHUNKS = Counter("streams_chunks", "Chunks published", ["strategy"])
+SKIPPED = Counter("streams_documents_skipped", "Documents a strategy does not take (not applicable)", ["strategy"])
 ROLE_RESTARTS = Counter("streams_role_restarts", "Restarts of a role by the supervisor of `streams up`", ["role"])
 ROLE_STATE = Gauge("streams_role_state", "1 for the state a supervised role is in", ["role", "state"])
 INDEXED = Counter("streams_documents_indexed", "Document versions complete in a store", ["store", "outcome"])

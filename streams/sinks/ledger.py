@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from streams.core.events import DocumentIndexed, DocumentManifest, manifest_key
+from streams.core.events import NOT_APPLICABLE, DocumentIndexed, DocumentManifest, manifest_key
 from streams.sinks.base import RETIRED, STORED, ChunkSink
 
 
@@ -33,6 +33,8 @@ def indexed_event(manifest: DocumentManifest, sink: ChunkSink) -> DocumentIndexe
         return None
     outcomes = set(found.values())
     outcome = "indexed" if outcomes <= {STORED} else RETIRED if RETIRED in outcomes else "superseded"
+    if not manifest.applicable:  # nothing to hold: the strategy skipped the document, and the store says so
+        outcome = NOT_APPLICABLE
     return DocumentIndexed(
         doc_id=manifest.doc_id,
         amendment_number=manifest.amendment_number,

@@ -327,7 +327,7 @@ def _try_chunk(
     from streams.core.chunkers import ChunkingError, available_strategies
     from streams.core.document import assemble
     from streams.core.options import OptionsError, parse_assignments
-    from streams.core.records import build_records
+    from streams.core.publish import publish
     from streams.ingest.files import IngestError
     from streams.strategies import build_chunker
 
@@ -346,11 +346,16 @@ def _try_chunk(
         started = time.perf_counter()
         try:
             chunker = build_chunker(strategy, settings, parse_assignments(strategy, assignments))
-            records = build_records(doc, chunker, chunker.chunk(doc))
+            published = publish(doc, chunker)  # what the workers would publish for it
         except (OptionsError, ChunkingError, ValueError) as exc:
             column["error"] = str(exc).splitlines()[0]
             columns.append(column)
             continue
+        if not published.applicable:
+            column["error"] = f"not applicable: {published.skipped}"
+            columns.append(column)
+            continue
+        records = published.records
         rows = [r.model_dump(mode="json") for r in records]
         column["rows"] = rows
         column["cuts"] = cuts_from_rows(rows)

@@ -37,9 +37,9 @@ def records(strategy: str, sample: str, embedder=None, doc_type: DocType | None 
 
 def test_every_strategy_declares_options_with_seed_defaults() -> None:
     assert set(OPTIONS) == set(STRATEGIES)
-    assert make_options("window").model_dump() == {"chunk_size_words": 250, "chunk_overlap_words": 50}
-    assert make_options("section").model_dump() == {"min_tokens": 400, "max_tokens": 600, "fragment_tokens": 30}
-    assert make_options("hybrid").model_dump() == {"max_tokens": 512, "min_tokens": 64, "merge_peers": True}
+    assert make_options("window").chunker_options() == {"chunk_size_words": 250, "chunk_overlap_words": 50}
+    assert make_options("section").chunker_options() == {"min_tokens": 400, "max_tokens": 600, "fragment_tokens": 30}
+    assert make_options("hybrid").chunker_options() == {"max_tokens": 512, "min_tokens": 64, "merge_peers": True}
     assert make_options("semantic").threshold_amount == 75.0
     assert make_options("semantic", {"breakpoint_type": "gradient"}).threshold_amount == 95.0
     for name in STRATEGIES:
@@ -63,7 +63,7 @@ def test_every_strategy_declares_options_with_seed_defaults() -> None:
         (
             "cluster",
             {"max_size": 5},
-            "cluster: unknown option 'max_size' (options: threshold, min_tokens, max_tokens, merge_threshold, "
+            "cluster: unknown option 'max_size' (options: doc_types, threshold, min_tokens, max_tokens, merge_threshold, "
             "segmentation)",
         ),
         ("nonsense", {}, "unknown strategy 'nonsense'"),

@@ -38,6 +38,7 @@ METRICS = {
     "streams_records_in_total",
     "streams_records_out_total",
     "streams_chunks_total",
+    "streams_documents_skipped_total",
     "streams_dead_letters_total",
     "streams_processing_latency_seconds_bucket",
     "streams_table_entries",

@@ -70,7 +70,7 @@ def get_chunker(
             raise UnknownStrategy(f"strategy {name!r} is not built yet") from exc
         raise
     cls: type[Chunker] = getattr(module, class_name)
-    kwargs = chosen.model_dump()
+    kwargs = chosen.chunker_options()
     if name in EMBEDDING_STRATEGIES:
         if embedder is None:
             raise OptionsError(f"{name} embeds sentences: pass embedder= (streams.embedstore.get_embedder())")

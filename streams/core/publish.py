@@ -1,0 +1,53 @@
+"""What one strategy publishes for one assembled document: the one path, used by the workers, `streams chunk`
+and `check`, the audit's repair, the console and the benches, so all of them give the same records.
+
+Routing comes first: a document whose type the strategy does not take (its `doc_types` option, the seed's
+scope by default), or that seed 002's file filter excludes from `section`, is *not applicable*: skipped
+with a reason, published as a manifest with no chunks, never dead-lettered. Then the chunker runs and the
+record builder gives ids, pages, tokens and checksums. A refusal by the chunker (`ChunkingError`) is raised
+for the caller to dead-letter: it is a failure of the input, not a question of scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.core.chunkers.base import Chunker
+from streams.core.events import AssembledDocument, ChunkRecord
+
+
+@dataclass(frozen=True)
+class Published:
+    """The records of a document, or (with none) why this strategy skipped it."""
+
+    records: list[ChunkRecord]
+    skipped: str = ""  # the reason a document is not applicable; "" when it was chunked
+
+    @property
+    def applicable(self) -> bool:
+        return not self.skipped
+
+
+def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
+    """Why `chunker`'s strategy does not take `doc`, or "" when it does."""
+    options = chunker.options
+    doc_type = str(doc.doc_type)
+    if options is not None and not options.takes(doc_type):
+        return f"{chunker.name} takes {', '.join(options.doc_types)}, not {doc_type}"
+    if chunker.name == "section" and doc_type == "solicitation":
+        from streams.core.chunkers.section import file_filter_decision
+
+        allowed, why = file_filter_decision(doc.document_name)
+        if not allowed:  # seed 002's file filter: an addendum's cover sheet is not a solicitation's text
+            return f"seed 002's file filter: {doc.document_name!r} {why}"
+    return ""
+
+
+def publish(doc: AssembledDocument, chunker: Chunker, is_latest_version: bool = True) -> Published:
+    """The records `chunker`'s strategy publishes for `doc` (raises ChunkingError on a refusal)."""
+    from streams.core.records import build_records
+
+    reason = not_applicable(doc, chunker)
+    if reason:
+        return Published([], reason)
+    return Published(build_records(doc, chunker, chunker.chunk(doc), is_latest_version))

@@ -1,0 +1,113 @@
+"""A seven-strategy `streams up`, driven as a user would: each strategy takes the documents it is for and
+skips the rest as not applicable (nothing in the dead-letter topic), and `streams audit` without
+`--strategy` checks every strategy the stack runs: rows deleted by hand under each strategy in turn are
+found and repaired."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ops.demo import DEFAULT_DEMO
+from streams.ops.pipeline import Collector, sample_paths
+from streams.settings import Settings
+from streams.sinks.mongo import MongoSink
+
+pytestmark = pytest.mark.integration
+
+GENERIC = "A plain page of notes about nothing in particular: no letter, no filing, no solicitation. " * 30
+#: What each strategy takes of the samples plus one generic page (the seeds' scope, `doc_types`).
+TAKES = {
+    "letter": {"letter"},
+    "finance": {"release", "transcript"},
+    "section": {"solicitation"},
+}
+
+
+def cli(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "streams", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def audit(env: dict, *args: str) -> tuple[int, dict, str]:
+    done = cli(env, "audit", "--json", *args)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def until_clean(env: dict, timeout: float = 240) -> dict:
+    """`streams audit` (every deployed strategy) until it finds no gap."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code, report, _ = audit(env)
+        if code == 0:
+            return report
+        assert time.monotonic() < deadline, f"gaps remain: {report['gaps']} {report['details'][:5]}"
+        time.sleep(3)
+
+
+def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seven(tmp_path: Path) -> None:
+    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
+    env.pop("STREAMS_BROKER", None)
+    env.pop("STREAMS_STRATEGIES", None)
+    up = subprocess.Popen(
+        [sys.executable, "-m", "streams", "up", "--json", "--no-ui"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        first = json.loads(up.stdout.readline())
+        generic = tmp_path / "plain-notes.txt"
+        generic.write_text(GENERIC)
+        published = cli(env, "publish", *map(str, sample_paths()), str(generic))
+        assert published.returncode == 0, published.stderr
+        report = until_clean(env)
+        settings = Settings(broker=first["broker"], data_dir=tmp_path / "var")
+        collector = Collector(settings)
+        collector.poll(3.0)
+        collector.close()
+        result = collector.result
+        assert result.dead == [], [f"{d.stage} {d.reason_code}: {d.reason}" for d in result.dead]
+        assert report["strategies"] == DEFAULT_DEMO
+        # every document accounted for by every strategy: chunked if it is for it, else skipped
+        types = {r.doc_id: r.doc_type for r in result.records()}
+        generic_id = next(d for (d, _, _) in result.skipped if d not in types)
+        types[generic_id] = "generic"
+        for strategy in DEFAULT_DEMO:
+            taken = {d for (d, _, s) in result.chunks if s == strategy}
+            skipped = {d for (d, _, s) in result.skipped if s == strategy}
+            wanted = {d for d, t in types.items() if t in TAKES.get(strategy, {t})}
+            assert taken == wanted, strategy
+            assert skipped == set(types) - wanted, strategy
+        assert report["not_applicable"]["letter"] == len(types) - 1  # all but the letter itself
+
+        mongo = MongoSink(first["mongo_url"])
+        try:
+            for strategy in DEFAULT_DEMO:
+                rows = [r["_id"] for r in mongo.collection.find({"strategy": strategy}, {"_id": 1}).limit(3)]
+                assert rows, strategy
+                mongo.collection.delete_many({"_id": {"$in": rows}})
+                code, found, line = audit(env)
+                assert code == 1 and found["gaps"]["rows_missing"] >= 1, (strategy, found["gaps"])
+                assert {g["strategy"] for g in found["details"] if g["kind"] == "rows_missing"} == {strategy}
+                assert "from the running `streams up`" in line and ", ".join(DEFAULT_DEMO) in line
+                repaired = cli(env, "audit", "--repair")
+                assert repaired.returncode in (0, 1), repaired.stderr
+                until_clean(env)
+                assert mongo.count(strategy=strategy) >= len(rows)
+        finally:
+            mongo.close()
+    finally:
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(90)
