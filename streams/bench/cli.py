@@ -328,6 +328,20 @@ def _per_corpus_table(report: dict[str, Any]) -> None:
     out.print(table)
 
 
+BROKER_NAMES = {"noida": "noida-db", "kafka": "Apache Kafka"}
+BrokerOpt = Annotated[
+    str,
+    typer.Option("--broker", help="noida (the embedded default), or kafka: on Apache Kafka beside noida-db, one run."),
+]
+
+
+def _brokers(broker: str) -> list[str]:
+    """`--broker kafka` measures Kafka with noida-db as the baseline in the same run (the machine is noisy)."""
+    if broker not in BROKER_NAMES:
+        raise typer.BadParameter(f"--broker: noida or kafka, not {broker!r}")
+    return ["noida", "kafka"] if broker == "kafka" else ["noida"]
+
+
 @bench_app.command("pipeline")
 def pipeline(
     docs: Annotated[int, typer.Option("--docs", min=1, help="Synthetic documents to publish (1-5 pages each).")] = 200,
@@ -338,15 +352,33 @@ def pipeline(
     partitions: Annotated[int, typer.Option("--partitions", min=1, help="Partitions per topic.")] = 4,
     sink: Annotated[list[str] | None, typer.Option("--sink", help="Also store the chunks (mongo).")] = None,
     scaling: Annotated[bool, typer.Option("--scaling/--no-scaling", help="Also run two workers per role.")] = True,
+    broker: BrokerOpt = "noida",
 ) -> None:
-    """End to end on the embedded broker: pages/s, chunks/s, latency, ratio to in-process, 1 vs 2 workers."""
-    from streams.bench.pipeline import run_pipeline_bench
+    """End to end on a broker: pages/s, chunks/s, latency, ratio to in-process, 1 vs 2 workers."""
+    from streams.bench.pipeline import run_pipeline_bench_on
 
     with _progress() as update:
-        report = run_pipeline_bench(docs, strategy, partitions, sink or [], scaling, progress=update)
+        report = run_pipeline_bench_on(
+            _brokers(broker),
+            docs=docs,
+            strategies=strategy,
+            partitions=partitions,
+            sinks=sink or [],
+            scaling=scaling,
+            progress=update,
+        )
     if as_json:
         _emit_json(report)
         return
+    for kind, one in report.get("brokers", {"": report}).items():
+        if kind:
+            out.print(f"[bold]on {BROKER_NAMES[kind]}[/]")
+        _print_pipeline(one)
+    for name, ratio in report.get("ratios", {}).items():
+        out.print(f"{name}: {ratio:.2f}x")
+
+
+def _print_pipeline(report: dict) -> None:
     title = f"bench pipeline: {report['docs']} docs, {report['pages']} pages, {', '.join(report['strategies'])}"
     table = Table(title=f"{title}, {report['partitions']} partitions")
     for column in ("run", "pages/s", "chunks/s", "p50 ms", "p95 ms", "p99 ms"):
@@ -478,24 +510,29 @@ def idle(
         list[str] | None, typer.Option("--strategy", "-s", help="Strategy to run (repeatable; default as up).")
     ] = None,
     as_json: JsonOpt = False,
+    broker: BrokerOpt = "noida",
 ) -> None:
     """CPU per process of an idle `streams up` (% of one core over the window): idle must cost nothing."""
-    from streams.bench.idle import run_idle_bench
+    from streams.bench.idle import run_idle_bench_on
 
     with _progress() as update:
-        report = run_idle_bench(strategy, window, warmup, update)
+        report = run_idle_bench_on(_brokers(broker), strategy, window, warmup, update)
     if as_json:
         _emit_json(report)
         return
-    table = Table(title=f"bench idle: {report['window_s']:.0f} s window after {report['warmup_s']:.0f} s warm-up")
-    table.add_column("process")
-    table.add_column("% of one core", justify="right")
-    for role, percent in sorted(report["cpu_percent"].items(), key=lambda item: -item[1]):
-        table.add_row(role, f"{percent:.2f}")
-    table.add_row("[bold]total[/]", f"[bold]{report['total_percent']:.2f}[/]")
-    out.print(table)
-    for key, met in report["targets"].items():
-        out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")
+    for kind, one in report.get("brokers", {"": report}).items():
+        where = f" on {BROKER_NAMES[kind]}" if kind else ""
+        title = f"bench idle{where}: {one['window_s']:.0f} s window after {one['warmup_s']:.0f} s warm-up"
+        table = Table(title=title)
+        table.add_column("process")
+        table.add_column("% of one core", justify="right")
+        for role, percent in sorted(one["cpu_percent"].items(), key=lambda item: -item[1]):
+            table.add_row(role, f"{percent:.2f}")
+        table.add_row("[bold]the project's processes[/]", f"[bold]{one['ours_percent']:.2f}[/]")
+        table.add_row("total, with the broker and the store", f"{one['total_percent']:.2f}")
+        out.print(table)
+        for key, met in one["targets"].items():
+            out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")
 
 
 @bench_app.command("ui")

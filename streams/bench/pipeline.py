@@ -204,14 +204,15 @@ def end_to_end(
     timeout: float = 900.0,
     progress: Progress | None = None,
     expected_dead: Sequence[tuple[str, str]] = (),
+    broker_kind: str = "noida",
 ) -> dict[str, Any]:
-    """One run on a fresh embedded broker with `replicas` workers per role; `expected_chunks` is what
-    in-process chunking made of the same documents, `expected_dead` the (doc_id, stage) it refused."""
+    """One run on a fresh broker of `broker_kind` with `replicas` workers per role; `expected_chunks` is
+    what in-process chunking made of the same documents, `expected_dead` the (doc_id, stage) it refused."""
     from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
     from streams.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="streams-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp), partitions=partitions)
+        settings = Settings(data_dir=Path(tmp), partitions=partitions, broker_kind=broker_kind)
         with LocalPipeline(settings, list(strategies), sinks=list(sinks)) as pipeline:
             for role in list(pipeline.workers):
                 if not role.startswith("sink:"):
@@ -327,9 +328,10 @@ def run_pipeline_bench(
     sinks: Sequence[str] = (),
     scaling: bool = True,
     progress: Progress | None = None,
+    broker_kind: str = "noida",
 ) -> dict[str, Any]:
-    """The issue's JSON object: `pages_per_s`, `chunks_per_s`, `latency_ms`, `in_process_pages_per_s`,
-    `ratio_to_in_process`, `scaling`, plus the run's settings and the two-worker run's own figures."""
+    """`pages_per_s`, `chunks_per_s`, `latency_ms`, `in_process_pages_per_s`, `ratio_to_in_process`,
+    `scaling`, plus the run's settings and the two-worker run's own figures, on a broker of `broker_kind`."""
     from streams.core.chunkers import STRATEGIES
 
     chosen = list(strategies or ["section"])
@@ -344,17 +346,15 @@ def run_pipeline_bench(
     before = in_process(documents, chosen)
     expected = before["chunks"]
     refused = before["rejected"]
-    one = end_to_end(documents, chosen, 1, partitions, expected, sinks, progress=progress, expected_dead=refused)
+    run = {"progress": progress, "expected_dead": refused, "broker_kind": broker_kind}
+    one = end_to_end(documents, chosen, 1, partitions, expected, sinks, **run)
     # This VM's speed drifts by tens of percent over a minute: measure the baseline on both sides of the
     # end-to-end run and keep the faster, so a slow phase cannot flatter the ratio.
     after = in_process(documents, chosen, repeats=2)
     local = max(before, after, key=lambda run: run["pages_per_s"])
-    two = (
-        end_to_end(documents, chosen, 2, partitions, expected, sinks, progress=progress, expected_dead=refused)
-        if scaling
-        else None
-    )
+    two = end_to_end(documents, chosen, 2, partitions, expected, sinks, **run) if scaling else None
     report: dict[str, Any] = {
+        "broker_kind": broker_kind,
         "docs": docs,
         "pages": sum(len(d) for d in documents),
         "strategies": chosen,
@@ -396,3 +396,18 @@ def _ceilings(one: dict[str, Any], two: dict[str, Any] | None, in_process_pages_
         "ratio_to_in_process": bound_one / in_process_pages_per_s if bound_one else None,
         "two_workers_scaling": bound_two / one["pages_per_s"] if bound_two else None,
     }
+
+
+def run_pipeline_bench_on(brokers: Sequence[str], **options: Any) -> dict[str, Any]:
+    """The bench on each broker in one run (noida-db first, as the baseline), with Kafka's figures as
+    ratios to noida-db's: pages per second and CPU seconds per page, process by process."""
+    reports = {kind: run_pipeline_bench(broker_kind=kind, **options) for kind in brokers}
+    if len(reports) == 1:
+        return next(iter(reports.values()))
+    base, kafka = reports["noida"], reports["kafka"]
+    ratios: dict[str, Any] = {"kafka_vs_noida_pages_per_s": kafka["pages_per_s"] / base["pages_per_s"]}
+    if base.get("two_workers") and kafka.get("two_workers"):
+        ratios["kafka_vs_noida_two_workers_pages_per_s"] = (
+            kafka["two_workers"]["pages_per_s"] / base["two_workers"]["pages_per_s"]
+        )
+    return {"brokers": reports, "ratios": ratios}
