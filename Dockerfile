@@ -19,7 +19,7 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 # torch first, from PyTorch's CPU index: resolved from PyPI it would pull a multi-GB CUDA build.
-# `==2.13.0` matches the index's `2.13.0+cpu`, and `.[all]` (which pins torch==2.13.0) keeps it.
+# `==2.13.0` matches the index's `2.13.0+cpu`, and `.[run]` (which pins torch==2.13.0) keeps it.
 ARG TORCH_VERSION=2.13.0
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==${TORCH_VERSION}"
 
@@ -29,7 +29,7 @@ COPY streams ./streams
 COPY schemas ./schemas
 # The Avro codec reads `<site-packages>/../schemas` (streams/codec/avro.py: parents[2] / "schemas"),
 # and the wheel does not carry the top-level schemas/ directory, so it is copied next to the package.
-RUN pip install '.[all]' \
+RUN pip install '.[run]' \
     && cp -r schemas "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/schemas" \
     && python -c "from streams.codec.avro import SCHEMA_DIR; assert (SCHEMA_DIR / 'chunk_record.avsc').is_file(), SCHEMA_DIR" \
     && streams --help > /dev/null

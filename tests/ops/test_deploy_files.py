@@ -208,7 +208,7 @@ def test_dockerfile() -> None:
     assert pinned and torch_pins == [f"torch=={pinned[1]}"], "the image's torch must be the one pyproject pins"
     torch_at = next(i for i, line in enumerate(lines) if "torch==" in line and "pip install" in line)
     assert "--index-url https://download.pytorch.org/whl/cpu" in lines[torch_at]
-    project_at = next(i for i, line in enumerate(lines) if "pip install '.[all]'" in line)
+    project_at = next(i for i, line in enumerate(lines) if "pip install '.[run]'" in line)  # no test tools
     assert torch_at < project_at, "CPU torch must be installed before the project"
 
     users = [line.split()[1] for line in lines if line.startswith("USER ")]

@@ -1,0 +1,105 @@
+"""The chunkers from Python, offline: the same records the bus publishes, without a broker.
+
+    from streams import chunk_text, chunk_file
+
+    records = chunk_text(text, strategy="section", doc_type="solicitation", options={"max_tokens": 500})
+    records = chunk_file("annual-letter.pdf", strategy="letter")
+
+Each record is a `streams.ChunkRecord` (chunk id, text, offsets into the document, page numbers, tokens,
+section path, metadata, checksum), built by the same function the workers use (`streams.core.publish`),
+so a document gives the same ids here as on the bus. Options are a strategy's options (`streams
+strategies` lists them); a bad one raises `OptionsError` naming it. A document the strategy does not take
+(its type is outside the strategy's `doc_types`) raises `NotApplicable` with the reason, where the bus
+would skip it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, Chunker, get_chunker
+from streams.core.document import assemble
+from streams.core.events import ChunkRecord, DocType, PageEvent
+from streams.core.options import OptionsError, make_options
+from streams.core.publish import publish
+
+
+class NotApplicable(ValueError):
+    """The strategy does not take this kind of document (its `doc_types`); the bus would skip it."""
+
+
+def chunk_text(
+    text: str | list[str],
+    strategy: str = "window",
+    *,
+    doc_type: str = "generic",
+    doc_id: str = "document",
+    document_name: str | None = None,
+    amendment: int = 0,
+    options: Mapping[str, Any] | None = None,
+) -> list[ChunkRecord]:
+    """Chunk `text` (one string, or a list of page texts) with `strategy` and its `options`."""
+    pages = [text] if isinstance(text, str) else list(text)
+    if not pages:
+        raise ValueError("no text to chunk")
+    events = [
+        PageEvent(
+            doc_id=doc_id,
+            document_name=document_name or f"{doc_id}.txt",
+            page_number=number,
+            page_count=len(pages),
+            text=page,
+            doc_type=DocType(doc_type),
+            amendment_number=amendment,
+        )
+        for number, page in enumerate(pages, start=1)
+    ]
+    return _chunk(events, strategy, options)
+
+
+def chunk_file(
+    path: str | Path,
+    strategy: str = "window",
+    *,
+    doc_type: str | None = None,
+    doc_id: str | None = None,
+    amendment: int = 0,
+    options: Mapping[str, Any] | None = None,
+) -> list[ChunkRecord]:
+    """Chunk a file (PDF, Markdown, text, DOCX, HTML, or page JSON) as `streams publish` would read it; the
+    document type is guessed from its name and text unless given."""
+    from streams.ingest.files import page_events
+
+    kind = DocType(doc_type) if doc_type else None
+    events = page_events(Path(path), doc_id=doc_id, doc_type=kind, amendment=amendment)
+    return _chunk(events, strategy, options)
+
+
+def _chunk(events: list[PageEvent], strategy: str, options: Mapping[str, Any] | None) -> list[ChunkRecord]:
+    chunker = _chunker(strategy, json.dumps(dict(options or {}), sort_keys=True, default=str))
+    published = publish(assemble(events), chunker)
+    if not published.applicable:
+        raise NotApplicable(f"{published.skipped} (widen it with options={{'doc_types': [...]}})")
+    return published.records
+
+
+@functools.cache
+def _chunker(strategy: str, options_json: str) -> Chunker:
+    """One chunker per strategy and options (a cache keyed by its inputs): models load once per process."""
+    if strategy not in STRATEGIES:
+        raise OptionsError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
+    options = make_options(strategy, json.loads(options_json))
+    embedder = None
+    if strategy in EMBEDDING_STRATEGIES:
+        from streams.embedstore import get_embedder
+        from streams.strategies import SENTENCE_UNITS
+
+        embedder = get_embedder(long_texts=SENTENCE_UNITS)
+    return get_chunker(strategy, options, embedder=embedder)
+
+
+__all__ = ["ChunkRecord", "NotApplicable", "OptionsError", "chunk_file", "chunk_text"]
