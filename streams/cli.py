@@ -250,7 +250,7 @@ def sink(
     settings = Settings()
     if kind == "vectors" and settings.embed_threads is None:
         # The last stage and the heaviest: it embeds whole chunks after the chunkers are done with a burst,
-        # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, Session 14).
+        # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, The demo).
         settings = settings.model_copy(update={"embed_threads": 2})
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -2,7 +2,7 @@
 
 A Kafka broker holds an empty fetch for the consumer's `fetch.wait.max.ms`; noida-db, the embedded broker,
 answers it at once, so librdkafka's fetcher asks again in a tight loop and an idle sink (and the broker
-answering it) burnt CPU doing nothing (figures: docs/benchmarks.md, Session 8, Idle). librdkafka has no
+answering it) burnt CPU doing nothing (figures: docs/benchmarks.md, Idle). librdkafka has no
 setting that backs off on an empty fetch, so `QuietConsumer` does it from the outside: a partition that has
 caught up with its high watermark is paused, and while partitions are paused one ListOffsets request for
 all of them (`offsets_for_times` at "latest") every probe interval says which have new records; only those
@@ -115,7 +115,7 @@ class QuietConsumer:
 
         librdkafka fetches ahead while the application is busy; once it holds the partition's end, every
         further fetch comes back empty at once from noida-db, so a sink embedding a batch for seconds kept
-        the broker answering a fetch loop the whole time (figures: docs/benchmarks.md, Session 14). The
+        the broker answering a fetch loop the whole time (figures: docs/benchmarks.md, Idle). The
         seek on the way out both wakes the fetcher and drops whatever was fetched ahead, which is fetched
         again from the position.
         """

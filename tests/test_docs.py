@@ -46,9 +46,9 @@ def test_every_link_of_the_readme_and_the_docs_exists() -> None:
 
 def test_the_repository_speaks_of_the_project_only() -> None:
     tracked = subprocess.run(
-        ["git", "ls-files", "README.md", "docs", "streams", "deploy"], cwd=REPO, capture_output=True, text=True
+        ["git", "ls-files", "README.md", "docs", "streams", "deploy", "tests"], cwd=REPO, capture_output=True, text=True
     ).stdout.split()
-    pattern = re.compile(r"\b(session|issue) #?[0-9]", re.I)
+    pattern = re.compile(r"\b(sessions?|issues?) #?[0-9]", re.I)
     found = [
         f"{name}:{number}"
         for name in tracked

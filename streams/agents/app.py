@@ -33,7 +33,7 @@ class InlineBudget:
     A thread keeps the loop serving produce acks and commits while a long document is chunked, but each
     hand-off costs a wake-up and GIL ping-pong: for small documents that costs more CPU than the chunking,
     and running them inline raised throughput, for `section` and, once the budget covered its documents,
-    for `hybrid` (figures: docs/benchmarks.md, Pipeline, sessions 4 and 6). So documents predicted to
+    for `hybrid` (figures: docs/benchmarks.md, Pipeline). So documents predicted to
     take under `budget_s` run inline: the loop waits at most that long (the consumer's heartbeats run in
     their own thread). The first document, before anything is measured, and any over `max_bytes` go to the thread.
     """

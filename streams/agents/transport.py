@@ -45,7 +45,7 @@ again from the committed offsets. Seven things break that, each silently:
 8. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
    consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
    kept a core busy, slowing everything else and making timers late (figures: docs/benchmarks.md,
-   Pipeline, session 3).
+   Pipeline).
    Here a fetch that brought nothing waits before the next one to that broker: `EMPTY_FETCH_BACKOFF_S`
    after the first empty answer, doubling with each further one up to `IDLE_FETCH_BACKOFF_S` (what a
    Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. A broker that
@@ -58,7 +58,7 @@ again from the committed offsets. Seven things break that, each silently:
    for work every 0.2 s although every event it waits for has a future of its own. Here the sampler runs
    every `MONITOR_SAMPLE_S`, the keep-alives every `KEEPALIVE_S` and the fetch loop looks every
    `FETCH_LOOP_WAKE_S` (a seek, which sets no future, so waits up to that long for its fetch). Commits,
-   heartbeats and the held fetches of point 8 are unchanged. (Figures: docs/benchmarks.md, Session 14.)
+   heartbeats and the held fetches of point 8 are unchanged. (Figures: docs/benchmarks.md, Idle.)
 
 10. Not faust's: a SyncGroup answer with an empty member assignment (no bytes at all: the leader's
    assignment left this member out, or noida-db answered before the leader's) made aiokafka's coordinator

@@ -22,7 +22,7 @@ def build(role: str, settings: Settings) -> faust.App:
 def settle_heap() -> int:
     """Collect, then freeze what is left: the modules, the chunker (and its model) and the app live as long
     as the process, so the collector's full passes need not walk them again: in the hybrid worker each
-    such pass paused the whole stage (figures: docs/benchmarks.md, Session 7: fixes and their effect).
+    such pass paused the whole stage (figures: docs/benchmarks.md, Pipeline).
     Returns how many are frozen."""
     gc.collect()
     gc.freeze()
@@ -58,7 +58,7 @@ def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # faust's terminal spinner sets the root logger to DEBUG so that it turns on every record: then
     # every debug call in faust, mode and aiokafka builds a LogRecord, a visible share of the assembler's
-    # CPU (figures: docs/benchmarks.md, Pipeline, session 4).
+    # CPU (figures: docs/benchmarks.md, Pipeline).
     worker.spinner = None
     settle_heap()
     worker.execute_from_commandline()

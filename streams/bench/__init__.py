@@ -1,4 +1,4 @@
-"""Benchmarks (issue 8): chunking throughput beside the libraries users would pick instead, and
+"""Benchmarks: chunking throughput beside the libraries users would pick instead, and
 retrieval quality on gold evidence spans. Heavy imports (torch, LangChain, chonkie, docling) happen
 inside the functions that need them so `streams --help` stays fast."""
 

@@ -7,7 +7,7 @@ timestamp of its last chunk (both clocks are this machine's). While the clock ru
 watches the topic's offsets until the chunks that in-process chunking made have all arrived; then it
 decodes every chunk and checks that each document is complete, with no dead letter. A consumer reading
 along would take CPU from the pipeline it measures: against noida-db, which answers an empty fetch at
-once, librdkafka re-fetches in a busy loop (figures: docs/benchmarks.md, Pipeline, session 3). Each
+once, librdkafka re-fetches in a busy loop (figures: docs/benchmarks.md, Pipeline). Each
 end-to-end run starts with a warm-up document so worker start-up and group joins are not counted.
 
 Each run also reports the CPU seconds every process group used while the clock ran (workers, broker,

@@ -631,7 +631,7 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
 def _embedding_targets(
     eval_set: EvalSet, question_vectors: np.ndarray, k: int, results: list[dict[str, Any]], tick: Callable[[str], None]
 ) -> dict[str, Any]:
-    """Issue 23's targets, per corpus: `cluster` (at most 100 mean tokens) at or above Chroma's
+    """The retrieval targets, per corpus: `cluster` (at most 100 mean tokens) at or above Chroma's
     ClusterSemanticChunker (max 200) on every corpus and 10% above it on mean IoU; `semantic` at or above
     LangChain recursive splitting of its own mean size on every corpus."""
     by_name = {r["name"]: r for r in results}

@@ -1,5 +1,5 @@
 """`streams bench soak`: a steady stream of documents for many minutes while every worker's resident memory
-is sampled, to show whether a worker's memory grows over a long run (issue 9; a benchmark, not a test).
+is sampled, to show whether a worker's memory grows over a long run (a benchmark, not a test).
 
 The chunker keeps one version entry per document it has seen (amendments need it), so its memory may grow
 with the number of distinct documents by design; the report gives the growth per 1,000 documents so that

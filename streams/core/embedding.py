@@ -82,7 +82,7 @@ class CacheStats:
 class Backend:
     """How the forward pass runs: ONNX Runtime (exported on first use) or torch (sentence-transformers).
 
-    `export_dir` holds the exported graphs (exported once per model and machine; docs/benchmarks.md, Session 11).
+    `export_dir` holds the exported graphs (exported once per model and machine; docs/benchmarks.md, Embedding).
     """
 
     name: str = "onnx"

@@ -4,7 +4,7 @@ The graph is exported from the packaged weights on first use (torch's exporter, 
 `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and the graph
 appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
 dynamic int8 quantisation of the weights: faster, but its vectors move, so it is opt-in and has its own
-cache identity (figures for both: docs/benchmarks.md, Session 11).
+cache identity (figures for both: docs/benchmarks.md, Embedding).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class OnnxSentenceModel:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Threads that wait by spinning burn a core between operators; beside other workers on a small
-        # machine that CPU is taken from them (figures: docs/benchmarks.md, Session 14).
+        # machine that CPU is taken from them (figures: docs/benchmarks.md, Embedding).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         graph = export(path, export_dir, quantized)
         self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])

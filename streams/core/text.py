@@ -349,7 +349,7 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
 
     A title over the whole document is the same for every chunk of it, so it tells a chunk from no
     other chunk in the document and only dilutes each vector; the titles of articles in a collection,
-    and of sections, are what tell chunks apart (docs/benchmarks.md, session 16)."""
+    and of sections, are what tell chunks apart (docs/benchmarks.md, Retrieval quality)."""
     found = [(m.start(), *h) for m in _ANY_LINE.finditer(text) if (h := markup_heading(m.group(0)))]
     ends = [len(text)] * len(found)
     chains: list[list[int]] = []  # per heading: the indices of the sections open there, outermost first

@@ -138,7 +138,7 @@ class GroupJanitor:
 
     def _run(self) -> None:
         # One admin client for every round: a new one each round (threads, connection, metadata) was most
-        # of an idle `streams up`'s own CPU and a share of the broker's (docs/benchmarks.md, Session 14).
+        # of an idle `streams up`'s own CPU and a share of the broker's (docs/benchmarks.md, Idle).
         admin = None
         while not self._stop.wait(self.interval):
             try:

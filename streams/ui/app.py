@@ -373,7 +373,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None, 
     class QuietServer(uvicorn.Server):
         """uvicorn's housekeeping loop (the Date header, once a second, and the exit check) wakes every
         0.1 s; here once a second, the header's own pace, so an idle console all but sleeps (figures:
-        docs/benchmarks.md, Session 14). An interrupt is noticed within that second."""
+        docs/benchmarks.md, Idle). An interrupt is noticed within that second."""
 
         async def main_loop(self) -> None:
             counter = 0

@@ -177,5 +177,5 @@ def test_embedding_strategies_keep_hard_limits_and_minimums_on_arbitrary_text(pa
         # Not asserted here, by design: a short group whose neighbours are single sentences that fill
         # max_tokens on their own stays short, because joining it would cut a sentence. That needs a
         # maximum within a sentence of the minimum (24 vs 8 here); at the defaults (400/100, 200/50) the
-        # corpora and the samples have no fragment (docs/benchmarks.md, session 9 and 12).
+        # corpora and the samples have no fragment (docs/benchmarks.md, Seed rules on unseen documents).
         assert [v for v in found if v.rule != "fragment"] == []

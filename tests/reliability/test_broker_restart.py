@@ -22,7 +22,7 @@ Known limits (why the second test runs an audit and a repair before it compares)
   rebalance yet marked read). After points 4-6 the restart with nothing in flight passed 38 of 39 runs
   here (one run: the assembler stopped consuming one partition of `pages.cleaned` after the restart, which
   fits point 7: a message lost in the hand-over holds the partition's commit while nothing fetches it
-  again); after point 7 it passed 46 of 46 runs (session 5). It stays opt-in
+  again); after point 7 it passed 46 of 46 runs. It stays opt-in
   (STREAMS_TEST_BROKER_RESTART=1) until a longer soak says it holds.
 """
 

@@ -1,4 +1,4 @@
-"""Gold-span question corpora of the project's own making (issue 23), over documents in ../shared/corpora.
+"""Gold-span question corpora of the project's own making, over documents in ../shared/corpora.
 
 Chroma's three corpora are prose; these add the kinds the service is built for: an earnings release
 with tables read through the project's own PDF ingest path, an earnings-call transcript and a

@@ -60,7 +60,7 @@ class _SentenceEmbeddingChunker(Chunker):
     # across a heading) before the more similar one.
     merge_within_blocks: ClassVar[bool] = False
     # The path of marked-up headings over a chunk as its section path: the vector sink embeds it with
-    # the text (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, sessions 13 and 16).
+    # the text (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, Retrieval quality).
     heading_context: ClassVar[bool] = False
 
     def __init__(
@@ -300,7 +300,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     heading_context = True
     # A group under min_tokens joins the neighbour in its own paragraph before the more similar one:
     # small groups used to cross paragraphs, so a chunk ran a little past the passage it answered
-    # (issue 23; docs/benchmarks.md, session 16).
+    # (docs/benchmarks.md, Retrieval quality).
     merge_within_blocks = True
     strategy_label = "semantic_percentile"
 
