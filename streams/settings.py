@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
@@ -186,7 +186,7 @@ class Settings(BaseSettings):
         "127.0.0.1", description="the console's bind address; anything but loopback needs STREAMS_UI_TOKEN"
     )
     ui_port: int = Field(0, ge=0, le=65535, description="the console's port; 0: 8765 for `streams ui`, free for up")
-    ui_token: str | None = Field(None, description="a bearer token the console asks for")
+    ui_token: SecretStr | None = Field(None, description="a bearer token the console asks for (a secret)")
     ui_writable: bool = Field(False, description="allow publishing from the console's try-a-file page")
     ui_max_upload_bytes: int = Field(5_000_000, ge=1, description="the largest file the console accepts")
     pushgateway_url: str | None = Field(
@@ -199,7 +199,7 @@ class Settings(BaseSettings):
     mongo_collection: str = Field("chunks", description="the MongoDB collection of the chunks")
     vector_store: str = Field("lancedb", pattern="^(lancedb|pinecone)$", description="lancedb or pinecone")
     lancedb_path: Path | None = Field(None, description="the LanceDB directory (default: <data_dir>/lancedb)")
-    pinecone_api_key: str | None = Field(None, description="Pinecone's API key (a secret: never printed)")
+    pinecone_api_key: SecretStr | None = Field(None, description="Pinecone's API key (a secret: never printed)")
     pinecone_host: str | None = Field(None, description="Pinecone's control plane (Pinecone Local's address)")
     pinecone_index_host: str | None = Field(None, description="the Pinecone index's data-plane host")
     pinecone_namespace: str = Field("streams", description="the Pinecone namespace of the vectors")
@@ -264,7 +264,7 @@ class Settings(BaseSettings):
     security_protocol: str = Field("PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     sasl_mechanism: str | None = Field(None, description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
     sasl_username: str | None = Field(None, description="the SASL user")
-    sasl_password: str | None = Field(None, description="the SASL password (a secret: never printed)")
+    sasl_password: SecretStr | None = Field(None, description="the SASL password (a secret: never printed)")
     ssl_cafile: str | None = Field(None, description="the CA certificate (PEM) that signed the broker's")
 
     @property
@@ -301,6 +301,23 @@ class Settings(BaseSettings):
             UpFileSource(settings_cls),
         )
 
+    @classmethod
+    def secret_fields(cls) -> list[str]:
+        """The settings typed as secrets: masked wherever settings are shown."""
+        return [name for name, field in cls.model_fields.items() if "SecretStr" in str(field.annotation)]
+
+    def secret(self, name: str) -> str:
+        """A secret's value, for the one client that needs it ("" when unset)."""
+        value = getattr(self, name)
+        return value.get_secret_value() if value is not None else ""
+
+    def handoff_json(self) -> str:
+        """Every setting as JSON with the secrets revealed: only for a child process's environment
+        (`streams.ops.pipeline.child_env`), never for a log or a file."""
+        data = json.loads(self.model_dump_json())
+        data.update({name: self.secret(name) or None for name in self.secret_fields()})
+        return json.dumps(data)
+
     def strategy_options(self, strategy: str) -> Any:
         """The validated options of `strategy` (streams.core.options.OptionsError: one line if bad)."""
         from streams.core.options import make_options
@@ -308,9 +325,9 @@ class Settings(BaseSettings):
         return make_options(strategy, getattr(self, strategy, None) or {})
 
     def redacted(self) -> dict[str, object]:
-        """Settings safe to print or log: passwords, keys and URL credentials masked."""
+        """Settings safe to print or log: secrets (typed `SecretStr`) and URL credentials masked."""
         data = self.model_dump(mode="json")
-        for key in ("sasl_password", "pinecone_api_key"):
+        for key in self.secret_fields():
             if data.get(key):
                 data[key] = "***"
         for key in ("mongo_url", "schema_registry_url", "pinecone_host"):

@@ -61,7 +61,7 @@ def _broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | N
             ssl_context = ssl.create_default_context(cafile=settings.ssl_cafile)
         return faust.SASLCredentials(
             username=settings.sasl_username,
-            password=settings.sasl_password or "",
+            password=settings.secret("sasl_password"),
             mechanism=settings.sasl_mechanism,
             ssl_context=ssl_context,
         )

@@ -34,7 +34,7 @@ def child_env(settings: Settings, **overrides: str) -> dict[str, str]:
     variables are dropped, so values this process changed (the broker's address) are not overridden by
     the ones it started with; `overrides` are per-child settings (a worker's metrics port)."""
     env = {name: value for name, value in os.environ.items() if not is_setting_variable(name)}
-    env[SETTINGS_ENV] = settings.model_dump_json()
+    env[SETTINGS_ENV] = settings.handoff_json()
     env.update(overrides)
     return env
 

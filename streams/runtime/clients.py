@@ -37,7 +37,7 @@ def client_config(settings: Settings) -> dict[str, object]:
     if settings.sasl_mechanism:
         conf["sasl.mechanism"] = settings.sasl_mechanism
         conf["sasl.username"] = settings.sasl_username or ""
-        conf["sasl.password"] = settings.sasl_password or ""
+        conf["sasl.password"] = settings.secret("sasl_password")
     if settings.ssl_cafile:
         conf["ssl.ca.location"] = settings.ssl_cafile
     return conf
@@ -107,7 +107,7 @@ def check_credentials(settings: Settings, timeout: float = 20.0) -> None:
         except KafkaException:
             admin.poll(0)
         for error in errors:
-            detail = mask_secret(error.str(), settings.sasl_password)
+            detail = mask_secret(error.str(), settings.secret("sasl_password"))
             if error.code() == KafkaError._AUTHENTICATION:
                 raise BrokerRefused(
                     f"the broker at {settings.broker} refused the credentials of SASL user "

@@ -13,7 +13,7 @@ def vector_target(settings: Settings) -> VectorTarget:
         if not (settings.pinecone_api_key and settings.pinecone_host):
             raise ValueError("vector_store=pinecone needs STREAMS_PINECONE_API_KEY and STREAMS_PINECONE_HOST")
         return PineconeTarget(
-            api_key=settings.pinecone_api_key,
+            api_key=settings.secret("pinecone_api_key"),
             host=settings.pinecone_host,
             index_host=settings.pinecone_index_host,
             namespace=settings.pinecone_namespace,

@@ -222,7 +222,7 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
         Route("/healthz", healthz),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    middleware = [Middleware(TokenGate, token=settings.ui_token)] if settings.ui_token else []
+    middleware = [Middleware(TokenGate, token=settings.secret("ui_token"))] if settings.ui_token else []
     app = Starlette(routes=routes, middleware=middleware)
     app.state.data = data
     return app

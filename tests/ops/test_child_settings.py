@@ -36,7 +36,7 @@ CHANGED = {
 
 def worker_settings(env: dict[str, str]) -> dict:
     """Settings as a child process reads them from `env`."""
-    code = "from streams.settings import Settings; print(Settings().model_dump_json())"
+    code = "from streams.settings import Settings; print(Settings().handoff_json())"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -59,7 +59,7 @@ def test_every_field_set_in_the_parent_arrives_in_a_worker(tmp_path: Path, monke
     ]
     assert env["STREAMS_DEBUG"] == "1"
     seen = worker_settings(env)
-    expected = json.loads(parent.model_dump_json())
+    expected = json.loads(parent.handoff_json())
     expected["metrics_port"] = 9100  # the one per-worker override
     assert seen == expected
     assert seen["sasl_password"] == "s3cret" and seen["section"] == {"max_tokens": 300}
@@ -68,3 +68,12 @@ def test_every_field_set_in_the_parent_arrives_in_a_worker(tmp_path: Path, monke
 def test_a_worker_still_reads_its_own_environment_over_the_parents(tmp_path: Path) -> None:
     env = child_env(Settings(data_dir=tmp_path, partitions=3), STREAMS_PARTITIONS="5")
     assert worker_settings(env)["partitions"] == 5
+
+
+def test_secrets_are_typed_as_secrets_and_only_a_child_sees_them(tmp_path: Path) -> None:
+    parent = Settings(data_dir=tmp_path, **CHANGED, ui_token="tok-77")
+    assert set(Settings.secret_fields()) == {"sasl_password", "pinecone_api_key", "ui_token"}
+    for shown in (parent.model_dump_json(), json.dumps(parent.redacted()), repr(parent)):
+        assert "s3cret" not in shown and "pk-123" not in shown and "tok-77" not in shown
+    assert parent.secret("sasl_password") == "s3cret"
+    assert json.loads(child_env(parent)[SETTINGS_ENV])["ui_token"] == "tok-77"
