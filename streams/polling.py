@@ -267,3 +267,31 @@ class QuietConsumer:
         else:
             self._probe_s = min(self._probe_s * 2, self.probe_max_s)
         self._next_probe = time.monotonic() + self._probe_s
+
+
+class PlainConsumer:
+    """librdkafka's consumer as released, behind `QuietConsumer`'s interface: for a broker that holds an
+    empty fetch for `fetch.wait.max.ms` itself (Apache Kafka), where pausing and probing would only add
+    requests. `busy` does nothing; `hold` and `release` pause and resume the assignment."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.consumer, name)
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        yield
+
+    def hold(self) -> None:
+        self.consumer.pause(self.consumer.assignment())
+
+    def release(self) -> None:
+        self.consumer.resume(self.consumer.assignment())
+
+
+def quiet_consumer(consumer: Consumer, broker_kind: str, **options: float) -> QuietConsumer | PlainConsumer:
+    """The consumer a broker of `broker_kind` needs: noida-db answers empty fetches at once (QuietConsumer
+    backs off for it); Kafka holds them (the consumer as released)."""
+    return QuietConsumer(consumer, **options) if broker_kind == "noida" else PlainConsumer(consumer)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import faust
 
-from streams.agents.transport import QuietMonitor, Transport
+from streams.agents.transport import QuietMonitor, Transport, hold_empty_fetches
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
@@ -98,6 +98,8 @@ def make_app(role: str, settings: Settings) -> faust.App:
     )
     # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
     app.transport = Transport(app.conf.broker_consumer, app)
+    if settings.broker_kind == "noida":  # it answers empty fetches at once (transport.py, point 8)
+        hold_empty_fetches()
     app.transport.sparse_topics = frozenset({settings.topics.versions, settings.topics.status})  # compacted
     return app
 

@@ -42,14 +42,15 @@ again from the committed offsets. Seven things break that, each silently:
    commit that stays held before a message while later ones of its partition are processed (in-order
    processing makes that impossible unless the message was lost) rewinds the partition to it.
 
-8. Not faust's: noida-db answers a fetch at once when it has nothing, instead of holding it for the
+8. Not faust's, and for noida-db only: it answers a fetch at once when it has nothing, instead of holding it for the
    consumer's `fetch_max_wait_ms`, so an idle aiokafka consumer asks again in a tight loop: an idle worker
    kept a core busy, slowing everything else and making timers late (figures: docs/benchmarks.md,
    Pipeline).
    Here a fetch that brought nothing waits before the next one to that broker: `EMPTY_FETCH_BACKOFF_S`
    after the first empty answer, doubling with each further one up to `IDLE_FETCH_BACKOFF_S` (what a
-   Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. A broker that
-   holds empty fetches (Kafka) never triggers it.
+   Kafka broker would hold it for), and back to nothing as soon as a fetch brings records. Installed only
+   when `STREAMS_BROKER_KIND` is noida: Kafka holds empty fetches itself, and its workers run aiokafka's
+   fetcher as released.
 
 9. Not a correction: an idle worker's wake-ups. With nothing to fetch, what remained of an idle worker's
    CPU was faust's and mode's own timers, each a wake-up of one or both event loops: the monitor's
@@ -113,8 +114,9 @@ def empty_fetch_backoff(empties: int) -> float:
     return min(wait, IDLE_FETCH_BACKOFF_S)
 
 
-def _hold_empty_fetches() -> None:
-    """Patch aiokafka's fetcher once per process (point 8 above)."""
+def hold_empty_fetches() -> None:
+    """Patch aiokafka's fetcher once per process (point 8 above): only for noida-db, which answers an
+    empty fetch at once; Kafka holds it for `fetch_max_wait_ms` itself (`make_app` decides)."""
     if getattr(Fetcher._proc_fetch_request, "holds_empty_fetches", False):
         return
     original = Fetcher._proc_fetch_request
@@ -359,7 +361,6 @@ class Transport(driver.Transport):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         faust_streams._CStreamIterator = None  # read per stream; see point 4 above
-        _hold_empty_fetches()
         _rejoin_on_empty_assignment()
 
 

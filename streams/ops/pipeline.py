@@ -21,7 +21,7 @@ from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, DocumentManifest, PageEvent
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import ensure_topics
-from streams.polling import QuietConsumer
+from streams.polling import quiet_consumer
 from streams.runtime import metrics
 from streams.runtime.clients import client_config
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
@@ -131,7 +131,7 @@ class Collector:
         self.documents_seen: set[tuple[str, int]] = set()  # (doc_id, amendment) assembled, with watch_documents
         #: (doc_id, amendment, strategy, store) -> chunks, from `documents.indexed`, with watch_indexed
         self.indexed: dict[tuple[str, int, str, str], int] = {}
-        self.consumer = QuietConsumer(
+        self.consumer = quiet_consumer(
             Consumer(
                 {
                     **client_config(settings),
@@ -141,7 +141,8 @@ class Collector:
                     "fetch.max.bytes": settings.max_message_bytes,
                     "max.partition.fetch.bytes": settings.max_message_bytes,
                 }
-            )
+            ),
+            settings.broker_kind,
         )
         topics = [settings.topics.chunks, settings.topics.dead_letter, settings.topics.manifests]
         if watch_documents:

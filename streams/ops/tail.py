@@ -11,7 +11,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
-from streams.polling import QuietConsumer
+from streams.polling import quiet_consumer
 from streams.runtime.clients import client_config
 from streams.settings import Settings
 
@@ -43,7 +43,7 @@ def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str,
 def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
     """All records currently on `topic`, in partition order, stopping when idle for `idle_timeout`."""
     codec = AvroCodec(settings.schema_registry_url)
-    consumer = QuietConsumer(
+    consumer = quiet_consumer(
         Consumer(
             {
                 **client_config(settings),
@@ -53,7 +53,8 @@ def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit:
                 "fetch.max.bytes": settings.max_message_bytes,
                 "max.partition.fetch.bytes": settings.max_message_bytes,
             }
-        )
+        ),
+        settings.broker_kind,
     )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)

@@ -13,7 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
-from streams.polling import QuietConsumer
+from streams.polling import quiet_consumer
 from streams.runtime import metrics
 from streams.runtime.clients import client_config, client_id, committed_offsets, group_id
 from streams.settings import Settings, mask_url
@@ -52,7 +52,7 @@ class SinkRunner:
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
         self.group = group_id(f"sink-{sink.name}")
-        self.consumer = QuietConsumer(
+        self.consumer = quiet_consumer(
             Consumer(
                 {
                     **client_config(settings),
@@ -63,7 +63,8 @@ class SinkRunner:
                     "fetch.max.bytes": settings.max_message_bytes,
                     "max.partition.fetch.bytes": settings.max_message_bytes,
                 }
-            )
+            ),
+            settings.broker_kind,
         )
         topics = [settings.topics.chunks, settings.topics.status, settings.topics.manifests]
         if settings.sink_assignment == "manual":

@@ -221,10 +221,35 @@ def _is_pipe_row(line: str) -> bool:
     return line.replace("||", "").count("|") >= 2  # a lone "|" down a form's margin is no column
 
 
+# A cell that ends as a clause does (full stop, comma, semicolon, colon, a closing quote or bracket after
+# one), unless it is a figure ("12.", "3.5") or a leader of dots ("Total assets .....").
+_CLAUSE_END = re.compile(r"[.,;:][\"'”’)\]]?$")
+_FIGURE = re.compile(r"^[-+−–(]?[$€£]?\d[\d,.]*%?\)?\.?$")
+_LEADER = re.compile(r"(?:\.\s*){3,}$|…$")
+# Citation parts: "2019;294(12):4567-4578", "12(3):45", "pp. 45", "vol. 7", "doi:", a URL, "et al".
+_CITATION = re.compile(
+    r"\b(?:1[5-9]|20)\d{2}[a-z]?\s*;\s*\d|\d+\s*\(\d+\)\s*:\s*\d|\b(?:pp?|vol|no)\.\s*\d|\bdoi\b|https?://|\bet al\b",
+    re.I,
+)
+# An author list in citation form: "Smith J", "Smith JA, Doe B", "Smith, J. A."
+_AUTHORS = re.compile(r"^[A-Z][\w'’-]+,? (?:[A-Z]\.? ?){1,3}(?:,? (?:and |& )?[A-Z][\w'’-]+,? (?:[A-Z]\.? ?){1,3})*,?$")
+
+
+def _is_prose_cell(cell: str) -> bool:
+    """A sentence, a citation part or an author list: what a reference entry or spaced-out prose splits
+    into at its double spaces. Table cells are names of things and figures, and rarely end a clause."""
+    if _FIGURE.match(cell) or _LEADER.search(cell):
+        return False
+    return bool(_CLAUSE_END.search(cell) or _CITATION.search(cell) or _AUTHORS.match(cell))
+
+
 def _is_aligned_row(line: str) -> bool:
     """Columns: three or more short cells, or a label and a figure. Prose set with two spaces after each
-    full stop (pdftotext, reference lists) has long cells and is no table row."""
+    full stop (pdftotext, reference lists) is no table row: its cells are long, or most of them end as
+    clauses do or are citation parts ("J Biol Chem.", "2019;294(12):4567-4578.")."""
     cells = [c for c in COLUMN_GAP.split(line.strip()) if c]
+    if len(cells) >= 2 and sum(_is_prose_cell(c) for c in cells) * 2 > len(cells):
+        return False
     if len(cells) >= 3:
         return sum(len(c) for c in cells) / len(cells) <= 30 or any(ch.isdigit() for c in cells[1:] for ch in c)
     return len(cells) == 2 and any(ch.isdigit() for ch in cells[-1]) and len(cells[-1]) <= 20
