@@ -115,7 +115,7 @@ class QuietConsumer:
 
         librdkafka fetches ahead while the application is busy; once it holds the partition's end, every
         further fetch comes back empty at once from noida-db, so a sink embedding a batch for seconds kept
-        the broker answering a fetch loop the whole time (figures: docs/benchmarks.md, Idle). The
+        the broker answering a fetch loop the whole time (figures: docs/benchmarks.md, The demo). The
         seek on the way out both wakes the fetcher and drops whatever was fetched ahead, which is fetched
         again from the position.
         """

@@ -157,6 +157,13 @@ class Settings(BaseSettings):
         2.8, gt=0, le=60, description="seconds between a worker's offset commits (faust's default)"
     )
     max_message_bytes: int = Field(52_428_800, ge=1, description="the largest record produced or fetched")
+    session_timeout_s: float = Field(
+        10.0,
+        ge=1.0,
+        le=300.0,
+        description="a group member silent this long is removed and its partitions go to the others: the "
+        "longest a killed worker or sink leaves its partitions unread on Kafka (heartbeats every 3 s)",
+    )
     changelog_cleanup: str = Field(
         "compact",
         pattern="^(compact|delete)$",

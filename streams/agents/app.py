@@ -92,6 +92,8 @@ def make_app(role: str, settings: Settings) -> faust.App:
         consumer_auto_offset_reset="earliest",
         broker_commit_every=100,
         broker_commit_interval=settings.commit_interval_s,
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.session_timeout_s / 3),
         stream_wait_empty=False,
         topic_disable_leader=True,
         Monitor=QuietMonitor,

@@ -32,7 +32,7 @@ def settle_heap() -> int:
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
-        # core in every process oversubscribes the machine (docs/benchmarks.md, "one thread per worker").
+        # core in every process oversubscribes the machine (docs/benchmarks.md, The demo).
         settings = settings.model_copy(update={"embed_threads": 1})
     app = build(role, settings)
     if settings.metrics_port:

@@ -58,6 +58,7 @@ class SinkRunner:
                     **client_config(settings),
                     "group.id": self.group,
                     "client.id": client_id(f"sink-{sink.name}"),
+                    "session.timeout.ms": int(settings.session_timeout_s * 1000),
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
                     "fetch.max.bytes": settings.max_message_bytes,

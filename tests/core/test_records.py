@@ -1,16 +1,21 @@
-"""The record builder's token counts, whether a chunker handed them over or the builder counted."""
+"""The record builder: token counts, whether a chunker handed them over or the builder counted, and chunk
+identity (NFC and collapsed whitespace feed the id and the content hash; any other change of text is new)."""
 
 from __future__ import annotations
+
+import hashlib
+import unicodedata
 
 import pytest
 
 from streams.core.chunkers import ChunkingError
+from streams.core.chunkers.base import ChunkDraft
 from streams.core.document import assemble
-from streams.core.records import build_records
+from streams.core.records import build_records, chunk_id, content_hash, normalized_text
 from streams.core.tokenizers import get_tokenizer
 from streams.ingest.files import page_events
 from streams.ops.pipeline import sample_paths
-from tests.conftest import strategy_chunker
+from tests.conftest import make_pages, strategy_chunker
 
 
 @pytest.mark.parametrize("strategy", ["section", "letter", "window", "finance"])
@@ -29,3 +34,88 @@ def test_token_count_is_the_tokenizers_count_of_the_text(strategy: str) -> None:
             assert record.token_count == tokenizer.count(record.text), (path.name, record.position)
     if strategy in ("section", "letter"):
         assert handed_over > 0, "these strategies hand their span counts to the record builder"
+
+
+# --- chunk identity: NFC and collapsed whitespace feed the id and the content hash --------------------
+
+CAFE_NFC = "caf\u00e9 au lait"  # "é" composed: U+00E9
+CAFE_NFD = "cafe\u0301 au lait"  # "e" + U+0301 COMBINING ACUTE ACCENT
+
+
+def _recipe(*parts: str) -> str:
+    """The documented recipe, written out: sha256 over each part in UTF-8 followed by a 0x1F separator."""
+    return hashlib.sha256(b"".join(part.encode("utf-8") + b"\x1f" for part in parts)).hexdigest()
+
+
+def _id(text: str) -> str:
+    draft = ChunkDraft(text=text, char_start=10, char_end=29, section_path=("Letter", "Outlook"), identity=("q1", "s2"))
+    return chunk_id("doc-1", "window", 0, draft, 3)
+
+
+@pytest.mark.parametrize(
+    ("composed", "other"),
+    [
+        (CAFE_NFC, CAFE_NFD),
+        ("\u00c5ngstr\u00f6m", "A\u030angstro\u0308m"),  # decomposed: A + ring above, o + diaeresis
+        ("\u00c5ngstr\u00f6m", "\u212bngstr\u00f6m"),  # ANGSTROM SIGN, whose canonical form is U+00C5
+    ],
+)
+def test_canonically_equivalent_spellings_are_one_chunk(composed: str, other: str) -> None:
+    assert other != composed and unicodedata.normalize("NFC", other) == composed
+    assert normalized_text(other) == composed
+    assert _id(other) == _id(composed)
+    assert content_hash(other) == content_hash(composed)
+
+
+def test_reflowed_whitespace_keeps_the_id() -> None:
+    reflowed = "  caf\u00e9\n\tau \u00a0 lait \n"
+    assert normalized_text(reflowed) == CAFE_NFC
+    assert _id(reflowed) == _id(CAFE_NFC)
+    assert content_hash(reflowed) == content_hash(CAFE_NFC)
+    assert _id(CAFE_NFD.replace(" ", "\n\n")) == _id(CAFE_NFC)  # both at once
+
+
+@pytest.mark.parametrize(
+    ("changed", "original"),
+    [
+        ("cafe au lait", CAFE_NFC),  # the accent dropped: a real change, not a normalisation
+        ("Caf\u00e9 au lait", CAFE_NFC),  # case
+        ("caf\u00e9 au laits", CAFE_NFC),  # a letter more
+        ("caf\u00e9 aulait", CAFE_NFC),  # a space taken out joins two words
+        ("\ufb01le", "file"),  # the "fi" ligature: NFKC would fold it, NFC keeps it
+        ("x\u00b2", "x2"),  # a superscript two: the same
+    ],
+)
+def test_a_real_change_of_text_changes_the_id(changed: str, original: str) -> None:
+    assert _id(changed) != _id(original)
+    assert content_hash(changed) != content_hash(original)
+
+
+def test_ids_and_hashes_match_the_documented_recipe_by_hand() -> None:
+    """`<strategy>-<first 32 hex of sha256>` of document, strategy, amendment, position, range, section
+    path, identity and normalised text; the content hash is the sha256 of the normalised text alone."""
+    nfc = b"caf\xc3\xa9 au lait"  # the NFC text in UTF-8, written out by hand
+    assert content_hash(CAFE_NFD) == hashlib.sha256(nfc + b"\x1f").hexdigest()
+    assert content_hash(CAFE_NFD) == "71357f148356e61f9e22896b417e53c6d7b17e791cbd2e72a812dd69028debc4"
+    by_hand = b"doc-1\x1fwindow\x1f0\x1f3\x1f10:29\x1fLetter/Outlook\x1fq1|s2\x1f" + nfc + b"\x1f"
+    assert _id(CAFE_NFD) == "window-" + hashlib.sha256(by_hand).hexdigest()[:32]
+    assert _id(CAFE_NFD) == "window-ad19a8f18768a8195e78ac5c61efeb53"
+    parts = ["doc-2", "letter", "4", "0", "0:11", "", "", "caf\u00e9 au lait"]
+    draft = ChunkDraft(text=" cafe\u0301\nau  lait", char_start=0, char_end=11)
+    assert chunk_id("doc-2", "letter", 4, draft, 0) == "letter-" + _recipe(*parts)[:32]
+    assert chunk_id("doc-2", "letter", 4, draft, 0, lineage="L1") == "letter-" + _recipe(*parts, "L1")[:32]
+
+
+def test_records_carry_the_normalised_identity() -> None:
+    """Through the record builder: one document in NFC and one in NFD give the same ids and hashes."""
+    chunker = strategy_chunker("window")
+    records = [
+        build_records(
+            assemble(make_pages("doc-1", [text])), chunker, [ChunkDraft(text=text, char_start=0, char_end=11)]
+        )
+        for text in (CAFE_NFC, CAFE_NFD)
+    ]
+    nfc, nfd = records[0][0], records[1][0]
+    assert nfd.text == CAFE_NFD  # the record keeps the text as it came
+    assert (nfd.chunk_id, nfd.content_hash) == (nfc.chunk_id, nfc.content_hash)
+    assert nfc.content_hash == _recipe(CAFE_NFC)

@@ -231,8 +231,10 @@ _CITATION = re.compile(
     r"\b(?:1[5-9]|20)\d{2}[a-z]?\s*;\s*\d|\d+\s*\(\d+\)\s*:\s*\d|\b(?:pp?|vol|no)\.\s*\d|\bdoi\b|https?://|\bet al\b",
     re.I,
 )
-# An author list in citation form: "Smith J", "Smith JA, Doe B", "Smith, J. A."
-_AUTHORS = re.compile(r"^[A-Z][\w'’-]+,? (?:[A-Z]\.? ?){1,3}(?:,? (?:and |& )?[A-Z][\w'’-]+,? (?:[A-Z]\.? ?){1,3})*,?$")
+# An author list in citation form, two names or more: "Smith JA, Doe B", "Smith, J. A., and Doe, B." (one
+# name alone reads like a column head: "Class A", "Series B").
+_AUTHOR = r"[A-Z][\w'’-]+,? (?:[A-Z]\.? ?){1,3}"
+_AUTHORS = re.compile(rf"^{_AUTHOR}(?:, ?(?:and |& )?{_AUTHOR})+,?$")
 
 
 def _is_prose_cell(cell: str) -> bool:

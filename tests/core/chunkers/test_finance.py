@@ -427,17 +427,56 @@ def test_structured_release_elements(chunker: FinanceChunker) -> None:
     assert all("Page 1" not in r.text for r in records)
 
 
+FUZZ_TEXT = st.lists(st.sampled_from(FUZZ_TOKENS), max_size=120).map("".join)
+FUZZ_TYPES = st.sampled_from(["transcript", "release", "slides", "press", "generic"])
+
+
+def _check_refusal(exc: ChunkingError, text: str, doc_type: str) -> None:
+    """The finance chunker's two refusals, each only in its own case: a transcript with no speaker turn
+    (`no_speakers`), and a release, press release or generic document with nothing retrievable in it
+    (`empty_content`): its only lines are page numbers, so it has no letter at all. Slides are never
+    refused."""
+    assert str(exc)
+    if exc.code == "no_speakers":
+        assert doc_type == "transcript", f"a {doc_type} refused for having no speakers"
+    elif exc.code == "empty_content":
+        assert doc_type in {"release", "press", "generic"}, f"a {doc_type} refused as empty"
+        assert not any(c.isalpha() for c in text), f"a {doc_type} with words in it refused as empty: {text!r}"
+    else:
+        pytest.fail(f"undocumented refusal {exc.code!r} of a {doc_type}: {exc}")
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    text=st.lists(st.sampled_from(FUZZ_TOKENS), max_size=120).map("".join),
-    doc_type=st.sampled_from(["transcript", "release", "slides", "press", "generic"]),
-)
+@given(text=FUZZ_TEXT, doc_type=FUZZ_TYPES)
 def test_any_text_gives_valid_ranges_or_chunking_error(chunker: FinanceChunker, text: str, doc_type: str) -> None:
     doc = _doc([text], doc_type)
     try:
         drafts = chunker.chunk(doc)
-    except ChunkingError:
+    except ChunkingError as exc:
+        _check_refusal(exc, text, doc_type)
         return
+    assert all(0 <= d.char_start <= d.char_end <= len(doc.text) for d in drafts)
+
+
+#: What follows an Operator turn: any fuzz but a roster header, which would take the lines above it for
+#: the participants list (the Operator line with them).
+BODY_TEXT = st.lists(st.sampled_from([t for t in FUZZ_TOKENS if t != "Analysts\n"]), max_size=120).map("".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(head=FUZZ_TEXT, body=BODY_TEXT, doc_type=FUZZ_TYPES)
+def test_any_text_with_an_operator_turn_is_chunked(
+    chunker: FinanceChunker, head: str, body: str, doc_type: str
+) -> None:
+    """Valid input for every finance type, transcripts included (the Operator turn is a speaker turn):
+    never refused, never without a chunk."""
+    text = f"{head}\nOperator\nGood morning, and welcome to the second quarter call.\n{body}"
+    doc = _doc([text], doc_type)
+    try:
+        drafts = chunker.chunk(doc)
+    except ChunkingError as exc:
+        pytest.fail(f"a {doc_type} with an Operator turn refused with {exc.code!r}: {exc}")
+    assert drafts, f"a {doc_type} with an Operator turn gave no chunk"
     assert all(0 <= d.char_start <= d.char_end <= len(doc.text) for d in drafts)
 
 

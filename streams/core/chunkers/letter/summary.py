@@ -12,7 +12,7 @@ import functools
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MAX_WORDS = 45
 SHARED_RUN = 8
@@ -23,6 +23,14 @@ FORBIDDEN = [
     (re.compile(r"\bBuffett discusses\b", re.I), "uses the template 'Buffett discusses'"),
     (re.compile(r"\b(?:this|the) \w* ?talks about\b", re.I), "uses the template 'talks about'"),
     (re.compile(r"\.\.\.|…"), "contains an ellipsis"),
+    (
+        re.compile(
+            r"\b(?:addresses|discusses|turns to|reviews|examines|takes up|reports|tabulates|lay out|covers)\s+[\"“‘']?"
+            r"(?:(?:here|there|it|that|what|who|let|we|i|you|they|he|she)['’](?:s|ve|re|ll|d|m)|\w+n['’]t)\b",
+            re.I,
+        ),
+        "splices a clause after its verb",
+    ),
 ]
 _WORD = re.compile(r"[A-Za-z0-9$%’']+")  # hyphens split words: "Inter-Company" is two
 _SENT_END = re.compile(r"[.?!](?=\s|$)")
@@ -130,7 +138,9 @@ LEADS_T2 = (
 
 
 def _extras(f: Facts) -> list[str]:
-    """Candidate follow-up sentences, most specific first."""
+    """Candidate follow-up sentences, most specific first; a figure cited twice is named once ("include
+    $100 million and $100 million" reads as a slip)."""
+    f = replace(f, metrics=list(dict.fromkeys(f.metrics)), amounts=list(dict.fromkeys(f.amounts)))
     out: list[str] = []
     if f.tier == 2 and f.rows:
         span = f" spanning {f.years[0]} to {f.years[-1]}" if len(f.years) >= 2 else ""
@@ -158,11 +168,55 @@ def _extras(f: Facts) -> list[str]:
     return out
 
 
+# Subjects come from headings, and letters head sections with whole clauses ("Here's the final scorecard
+# for the bet", "We've been here before"): a frame's verb takes a noun phrase, not a clause.
+_MARKER = re.compile(r"^(?:[-–—•‣◦*]+|\(?\d{1,3}[.)]|\(?[A-Za-z][.)])\s+")
+_DOUBLE_QUOTES = re.compile(r"[“”\"«»]")
+_PRESENTATIVE = re.compile(
+    r"^(?:here|there)(?:'s| is| are)\s+(?=(?:the|a|an|our|its|their|his|her|my|this|these|those|some)\s)", re.I
+)
+_CONTRACTED = re.compile(r"^(?:(?:here|there|it|that|what|who|where|how|let|he|she)'s|\w+'(?:ve|re|ll|d|m)|\w+n't)$")
+_OPENERS = frozenset({"i", "we", "you", "they", "he", "she", "it", "here", "there"})
+_SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
+_WH = frozenset({"why", "how", "what", "when", "where", "whether", "which", "who"})
+
+
+def subject(topic: str) -> str:
+    """`topic` as a noun phrase a frame can take ("addresses the final scorecard for the bet"), or "" when
+    it reads as a clause ("it's a simple business", "we bought a railroad"): spliced after "addresses" or
+    "reviews", a clause makes the summary ungrammatical. List markers and quotation marks are dropped."""
+    text = " ".join(_DOUBLE_QUOTES.sub("", topic).split())
+    while True:
+        stripped = _MARKER.sub("", text)
+        if stripped[:1] in ("'", "‘"):
+            stripped = stripped[1:].removesuffix("'").removesuffix("’")
+        if stripped == text:
+            break
+        text = stripped.strip()
+    presentative = _PRESENTATIVE.match(text.replace("’", "'"))  # same length: the offset carries over
+    if presentative:
+        text = text[presentative.end() :]
+    shouting = text.isupper()  # an all-caps heading: "IT" there may be the pronoun, elsewhere it is an acronym
+    raw = [w.strip("',;:.!?()") for w in text.replace("’", "'").split()]
+    words = [w.lower() if shouting or not (w.isupper() and len(w) > 1) else "" for w in raw]
+    if not words or not raw[0]:
+        return ""
+    if words[0] in _OPENERS or _CONTRACTED.match(words[0]):
+        return ""
+    if words[0] not in _WH and any(w in _SUBJECTS or _CONTRACTED.match(w) for w in words):
+        return ""  # "Charlie and I were wrong"; an embedded question ("why we bought it") is a noun phrase
+    if "letter" in words or "letters" in words:
+        return ""  # every frame names the letter: "the annual letter addresses letter to shareholders"
+    return text
+
+
 def compose(f: Facts, chunk_text: str, taken: set[str]) -> str:
     """A valid summary not yet in `taken`: frames, subjects and follow-ups tried in a stable order.
 
     §1.2 asks for a rewrite, never a summary that breaks a rule, so the last resort is still validated:
     when every candidate is taken, a sentence naming the chunk's own distinctive words tells it apart."""
+    topics = [t for t in dict.fromkeys(subject(t) for t in f.topics) if t] or ["Berkshire's affairs that year"]
+    f = replace(f, topics=topics)
     leads = LEADS_T2 if f.tier == 2 else LEADS_T1
     start = zlib.crc32(f.key.encode()) % len(leads)
     co_options = [f.companies[:2], f.companies[:1], []] if f.companies else [[]]
