@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,11 +92,13 @@ def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     assert set(summary) == {
-        *("documents", "pages", "chunks", "dead_letters", "seconds", "mongo", "vectors"),
+        *("broker_kind", "documents", "pages", "chunks", "dead_letters", "seconds", "mongo", "vectors"),
         *("cpu_seconds", "strategies"),
     }
+    assert summary["broker_kind"] == "noida"  # the embedded default
     window = summary["strategies"]["window"]
     assert window["chunks"] == summary["chunks"]["window"] and window["documents"] == summary["documents"]
+    assert window["skipped"] == 0 and re.fullmatch(r"[0-9a-f]{16}", window["digest"])  # window takes every type
     assert 0 < window["mean_tokens"] <= window["max_tokens"]
     roles = {"broker", "assembler", "chunker:window", "sink:mongo", "sink:vectors", "demo"}
     assert roles <= set(summary["cpu_seconds"])

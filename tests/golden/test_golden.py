@@ -58,7 +58,7 @@ def test_output_matches_golden_file(strategy: str, path: Path, request: pytest.F
     assert golden.exists(), f"no golden file {golden.relative_to(HERE)}: run pytest tests/golden --update-golden"
     expected = golden.read_text(encoding="utf-8")
     if produced != expected:  # byte for byte; the message only says where and what
-        where = describe_difference(expected.split("\n"), produced.split("\n"))
+        where = describe_difference(_lines(expected), _lines(produced))
         pytest.fail(
             f"{strategy} on {path.name} differs from its golden file: {where}; "
             "an intended change: pytest tests/golden --update-golden"
@@ -102,11 +102,19 @@ def _cut(a: str, b: str) -> tuple[str, str]:
     return cut(a), cut(b)
 
 
+def _lines(rendering: str) -> list[str]:
+    """One line per record (split at newlines only: a record's text may hold U+2028 or a form feed)."""
+    lines = rendering.split("\n")
+    return lines[:-1] if rendering.endswith("\n") else lines
+
+
 def describe_difference(want: list[str], got: list[str]) -> str:
-    """Where two renderings, split at newlines, first differ: the record's index, its first differing field
-    and both values."""
+    """Where two renderings, one line per record, first differ: the record's index, its first differing
+    field and both values."""
+    counts = f"{len(got)} records, golden {len(want)}"
+    if want == got:
+        return f"the same records ({counts}); the files differ in their final newline"
     first = next((i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b), min(len(want), len(got)))
-    counts = f"{sum(map(bool, got))} records, golden {sum(map(bool, want))}"
     if first >= len(want) or first >= len(got):
         extra, which = (got, "produced") if first < len(got) else (want, "golden")
         return f"record {first} is only in the {which} output ({counts}): {_cut(extra[first], '')[0]}"
@@ -132,6 +140,9 @@ def test_a_golden_failure_names_the_record_the_field_and_both_values() -> None:
     assert describe_difference(want, got) == (
         'record 1, field \'text\' (3 records, golden 3): golden "Sales rose." / produced "Sales fell."'
     )
+    got[1] = json.dumps({**row, "chunk_id": "w-2", "position": 1, "text": "Sales fell."}, sort_keys=True)
+    assert describe_difference(want, got).startswith("record 1, field 'text' ")  # not the id derived from it
+    assert describe_difference(want, got).endswith('produced "Sales fell."; also chunk_id')
     got[1] = json.dumps({**row, "position": 1, "metadata": {"order": 0, "tags": ["a", "c"]}}, sort_keys=True)
     assert "record 1, field 'metadata.tags[1]' " in describe_difference(want, got)
     got[1] = json.dumps({**row, "position": 1, "metadata": {"order": 0, "tags": ["a", "b"], "new": 1}}, sort_keys=True)
@@ -140,6 +151,11 @@ def test_a_golden_failure_names_the_record_the_field_and_both_values() -> None:
     )
     assert describe_difference(want, want[:2]).startswith("record 2 is only in the golden output (2 records, golden 3)")
     assert describe_difference(want[:1], want).startswith("record 1 is only in the produced output")
+    rendering = "".join(line + "\n" for line in want)
+    assert _lines(rendering) == want and _lines(rendering + "\u2028") == [*want, "\u2028"]
+    assert "final newline" in describe_difference(_lines(rendering), _lines(rendering[:-1]))
+    short = describe_difference(_lines(rendering), _lines("".join(line + "\n" for line in want[:2])))
+    assert short.startswith("record 2 is only in the golden output (2 records, golden 3)")
     same_values = [json.dumps({"text": "é"}, ensure_ascii=False)]
     assert "differs in its bytes" in describe_difference(same_values, [json.dumps({"text": "é"})])
 

@@ -126,10 +126,13 @@ def test_a_role_that_fails_on_a_bad_setting_is_not_restarted(tmp_path: Path, mon
     events: list[str] = []
     pipeline = LocalPipeline(pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append)
     with pipeline:
-        monkeypatch.setenv("STREAMS_WEB_PORT", "not a port")  # only the worker started now sees it
+        from streams.ops import pipeline as harness
+
+        handed = harness.child_env  # only the worker started now gets a bad value of its own
+        monkeypatch.setattr(harness, "child_env", lambda s, **o: {**handed(s, **o), "STREAMS_WEB_PORT": "not a port"})
         pipeline.stop_worker("chunker:window")
         pipeline.start_worker("chunker:window")
-        monkeypatch.delenv("STREAMS_WEB_PORT")
+        monkeypatch.setattr(harness, "child_env", handed)
         _supervise_until(pipeline, lambda: bool(pipeline.failed()), 60)
         for _ in range(8):  # it stays failed; nothing is restarted in a loop
             pipeline.check_workers()
