@@ -16,7 +16,7 @@ from typing import Any
 from streams.bench import bench_chunker
 from streams.core.document import assemble
 from streams.core.events import PageEvent
-from streams.core.records import build_records
+from streams.core.publish import publish
 from streams.ops.audit import audit, audit_stores, repair
 from streams.ops.pipeline import LocalPipeline, publish_pages
 from streams.settings import Settings
@@ -64,7 +64,7 @@ def _expected(docs: list[list[PageEvent]]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for pages in docs:
         doc = assemble(pages)
-        out[doc.doc_id] = {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+        out[doc.doc_id] = {r.chunk_id: r.checksum for r in publish(doc, chunker).records}
     return out
 
 

@@ -17,7 +17,7 @@ from streams.ingest.files import page_events
 
 
 def version_records(issued: Path, amended: Path, strategy: str = "section") -> dict[int, list[ChunkRecord]]:
-    from streams.core.records import build_records
+    from streams.core.publish import publish
     from streams.core.versions import decide
 
     chunker = bench_chunker(strategy)
@@ -26,7 +26,7 @@ def version_records(issued: Path, amended: Path, strategy: str = "section") -> d
     for number, path in ((0, issued), (1, amended)):
         pages = [p.model_copy(update={"doc_id": "rfp", "amendment_number": number}) for p in page_events(path)]
         doc = assemble(pages)
-        records = build_records(doc, chunker, chunker.chunk(doc))
+        records = publish(doc, chunker).records
         decision = decide(state, number, [r.chunk_id for r in records])
         state = decision.state
         out[number] = records

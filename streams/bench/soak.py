@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import BenchError, Progress
-from streams.bench.pipeline import synthetic_documents, warm_up
+from streams.bench.pipeline import bench_doc_type, synthetic_documents, warm_up
 
 
 def rss_mib(pid: int) -> float | None:
@@ -70,7 +70,7 @@ def run_soak(
                 out = producer(live)  # one producer for the whole run
                 batch_no, started = 0, time.monotonic()
                 while not stop.is_set():
-                    batch = synthetic_documents(20, seed=1000 + batch_no)
+                    batch = synthetic_documents(20, seed=1000 + batch_no, doc_type=bench_doc_type(chosen))
                     batch_no += 1
                     for doc in batch:
                         for page in doc:

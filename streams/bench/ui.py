@@ -68,7 +68,7 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
     import uvicorn
 
     from streams.core.document import assemble
-    from streams.core.records import build_records
+    from streams.core.publish import publish
     from streams.ingest.files import page_events
     from streams.ops.embedded import broker, document_store, free_port
     from streams.ops.pipeline import publish_pages, sample_paths
@@ -99,7 +99,7 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
                 doc = assemble(events)
                 for strategy in ("window", "section"):
                     chunker = build_chunker(strategy, settings)
-                    records = build_records(doc, chunker, chunker.chunk(doc))
+                    records = publish(doc, chunker).records
                     sink.write_chunks(records)
                     chunks[f"{label}/{strategy}"] = len(records)
             sink.close()

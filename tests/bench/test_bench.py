@@ -387,7 +387,7 @@ def test_pipeline_bench_expects_the_documents_a_strategy_refuses_on_the_dead_let
     that was an error that stopped the benchmark; now both runs count it, and the bus run dead-letters it."""
     from streams.bench.pipeline import in_process, run_pipeline_bench, synthetic_documents
 
-    local = in_process(synthetic_documents(53), ["letter"], repeats=1)
+    local = in_process(synthetic_documents(53, doc_type="letter"), ["letter"], repeats=1)
     assert [stage for _, stage in local["rejected"]] == ["chunk:letter"]
     report = run_pipeline_bench(53, ["letter"], partitions=2, scaling=False)
     assert report["refused_documents"] == 1

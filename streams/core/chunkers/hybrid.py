@@ -224,7 +224,7 @@ class HybridChunker(Chunker):
     """Docling HybridChunker (tiktoken, merge_peers) with ChunkContext and exact stream ranges."""
 
     name = "hybrid"
-    version = "1.1.1"
+    version = "1.1.2"
     metadata_record = "streams.meta.HybridMetadata"
 
     def __init__(

@@ -113,7 +113,7 @@ class Piece:
 
 class LetterChunker(Chunker):
     name: ClassVar[str] = "letter"
-    version: ClassVar[str] = "1.1.0"
+    version: ClassVar[str] = "1.1.1"
     metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
 
     def __init__(
