@@ -3,6 +3,9 @@ of tests/conftest.py runs each test on both)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,3 +40,19 @@ def run_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     yield start
     for pipeline in started:
         pipeline.stop()
+
+
+def start_up(data_dir: Path, *args: str, stderr: int = subprocess.DEVNULL, **env: str) -> subprocess.Popen:
+    """`streams up --json ARGS` as a user runs it in a terminal of its own (its own data directory and
+    process group, no STREAMS_BROKER of the test's): read its first line, then stop it with SIGINT."""
+    environment = {**os.environ, "STREAMS_DATA_DIR": str(data_dir), **env}
+    environment.pop("STREAMS_BROKER", None)
+    environment.pop("STREAMS_STRATEGIES", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "streams", "up", "--json", *args],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env=environment,
+        start_new_session=True,
+    )

@@ -19,6 +19,7 @@ from streams.ops.demo import DEFAULT_DEMO
 from streams.ops.pipeline import Collector, sample_paths
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
+from tests.integration.conftest import start_up
 
 pytestmark = pytest.mark.integration
 
@@ -55,17 +56,10 @@ def until_clean(env: dict, timeout: float = 240) -> dict:
 
 
 def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seven(tmp_path: Path) -> None:
+    up = start_up(tmp_path / "var", "--no-ui")
     env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
     env.pop("STREAMS_BROKER", None)
     env.pop("STREAMS_STRATEGIES", None)
-    up = subprocess.Popen(
-        [sys.executable, "-m", "streams", "up", "--json", "--no-ui"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
     try:
         first = json.loads(up.stdout.readline())
         generic = tmp_path / "plain-notes.txt"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from streams.ops.pipeline import sample_paths
+from tests.integration.conftest import start_up
 
 pytestmark = pytest.mark.integration
 
@@ -25,16 +26,9 @@ def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 
 def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path, bus: str) -> None:
+    up = start_up(tmp_path / "var", "-s", "window")
     env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
     env.pop("STREAMS_BROKER", None)
-    up = subprocess.Popen(
-        [sys.executable, "-m", "streams", "up", "--json", "-s", "window"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
     try:
         first = json.loads(up.stdout.readline())
         assert set(first) == {

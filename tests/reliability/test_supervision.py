@@ -21,7 +21,7 @@ from streams.core.records import build_records
 from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_pages
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
-from tests.integration.conftest import pipeline_settings
+from tests.integration.conftest import pipeline_settings, start_up
 from tests.reliability.test_faults import documents
 
 pytestmark = pytest.mark.integration
@@ -151,14 +151,7 @@ def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: 
     port = free_port()
     env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var"), "STREAMS_METRICS_PORT": str(port)}
     env.pop("STREAMS_BROKER", None)
-    up = subprocess.Popen(
-        [sys.executable, "-m", "streams", "up", "--json", "-s", "window"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
+    up = start_up(tmp_path / "var", "-s", "window", stderr=subprocess.PIPE, STREAMS_METRICS_PORT=str(port))
     try:
         json.loads(up.stdout.readline())
         up_file = tmp_path / "var" / "up.json"
