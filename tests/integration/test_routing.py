@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from streams.ingest.files import page_events
 from streams.ops.demo import DEFAULT_DEMO
 from streams.ops.pipeline import Collector, sample_paths
 from streams.settings import Settings
@@ -75,16 +76,17 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
         assert result.dead == [], [f"{d.stage} {d.reason_code}: {d.reason}" for d in result.dead]
         assert report["strategies"] == DEFAULT_DEMO
         # every document accounted for by every strategy: chunked if it is for it, else skipped
-        types = {r.doc_id: r.doc_type for r in result.records()}
-        generic_id = next(d for (d, _, _) in result.skipped if d not in types)
-        types[generic_id] = "generic"
+        types = {r.doc_id: r.doc_type for r in result.records()}  # window takes every document
+        published_ids = {page_events(p)[0].doc_id for p in sample_paths()} | {"plain-notes"}
+        assert set(types) == published_ids and types["plain-notes"] == "generic", types
         for strategy in DEFAULT_DEMO:
             taken = {d for (d, _, s) in result.chunks if s == strategy}
             skipped = {d for (d, _, s) in result.skipped if s == strategy}
             wanted = {d for d, t in types.items() if t in TAKES.get(strategy, {t})}
             assert taken == wanted, strategy
             assert skipped == set(types) - wanted, strategy
-        assert report["not_applicable"]["letter"] == len(types) - 1  # all but the letter itself
+        versions = {(r.doc_id, r.amendment_number) for r in result.records()}  # the RFP comes twice
+        assert report["not_applicable"]["letter"] == len(versions) - 1  # all but the letter itself
 
         mongo = MongoSink(first["mongo_url"])
         try:
