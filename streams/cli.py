@@ -144,7 +144,7 @@ def check(
     from rich.table import Table
 
     from streams.core.chunkers import ChunkingError
-    from streams.core.conformance import Violation
+    from streams.core.conformance import Violation, limits_for
     from streams.core.conformance import check as conformance
     from streams.core.document import assemble
     from streams.core.options import parse_assignments
@@ -172,7 +172,7 @@ def check(
             records = build_records(doc, chunker, drafts)
             again = build_records(doc, chunker, chunker.chunk(doc))
             report["chunks"] += len(records)
-            found = conformance(doc, drafts, records, chunker.tokenizer)
+            found = conformance(doc, drafts, records, chunker.tokenizer, limits_for(chunker.options))
             if [r.checksum for r in again] != [r.checksum for r in records]:
                 found.append(Violation("deterministic", -1, "a second run gave other chunks or ids"))
             for v in found:

@@ -140,12 +140,16 @@ def test_streams_check_reports_per_rule_and_exits_1_while_a_rule_is_broken(tmp_p
     assert good.returncode == 0 and "every rule kept" in good.stdout
     figures = tmp_path / "figures_2001.txt"
     figures.write_text("Results\n\n" + "\n".join(f"Item {i}          {i * 7},{i}00        {i}.5%" for i in range(12)))
-    bad = _streams("check", str(figures), str(SAMPLES / "letter_2031_harbor.txt"), "--strategy", "letter", "--json")
+    files = [str(figures), str(SAMPLES / "letter_2031_harbor.txt")]
+    bad = _streams("check", *files, "--strategy", "letter", "--doc-type", "letter", "--json")
     assert bad.returncode == 1, bad.stderr
     report = json.loads(bad.stdout)
-    assert report["documents"] == 2 and report["chunks"] > 0
+    assert report["documents"] == 2 and report["chunks"] > 0 and report["skipped"] == []
     assert [r["file"] for r in report["refused"]] == [str(figures)]
     assert "not a letter" in report["refused"][0]["reason"]
+    # typed as it is guessed (generic), the figures are not for `letter` at all: skipped, as the workers do
+    routed = json.loads(_streams("check", *files, "--strategy", "letter", "--json").stdout)
+    assert [r["file"] for r in routed["skipped"]] == [str(figures)] and routed["refused"] == []
 
 
 _RUNS = st.lists(

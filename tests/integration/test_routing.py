@@ -85,6 +85,16 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
             wanted = {d for d, t in types.items() if t in TAKES.get(strategy, {t})}
             assert taken == wanted, strategy
             assert skipped == set(types) - wanted, strategy
+        # the workers published what `streams chunk` gives offline, id for id and checksum for checksum:
+        # one path for both (streams.core.publish)
+        files = [*map(str, sample_paths()), str(generic)]
+        for strategy in DEFAULT_DEMO:
+            offline = cli(env, "chunk", "--strategy", strategy, *files)
+            assert offline.returncode == 0, offline.stderr
+            # the checksum is the sha256 of every stable field as the builder made it (metadata included)
+            want = {row["chunk_id"]: row["checksum"] for row in map(json.loads, offline.stdout.splitlines())}
+            got = {r.chunk_id: r.checksum for r in result.records() if r.strategy == strategy}
+            assert want and got == want, strategy
         versions = {(r.doc_id, r.amendment_number) for r in result.records()}  # the RFP comes twice
         assert report["not_applicable"]["letter"] == len(versions) - 1  # all but the letter itself
 

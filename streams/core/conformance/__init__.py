@@ -17,6 +17,7 @@ from typing import Any
 
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft
 from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.options import OPTIONS, StrategyOptions, make_options
 from streams.core.tokenizers import Tokenizer
 
 
@@ -33,15 +34,24 @@ class Limits:
     whole_units: frozenset[str] = frozenset()
 
 
-LIMITS: dict[str, Limits] = {
-    "window": Limits(max_words=250, overlapping=True),
-    "section": Limits(max_tokens=600, min_tokens=400),
-    "hybrid": Limits(max_tokens=512),
-    "semantic": Limits(max_tokens=400, min_tokens=100),
-    "cluster": Limits(max_tokens=200, min_tokens=50),
-    "finance": Limits(max_tokens=1200, whole_units=frozenset({"qna", "table", "slide", "prepared_remarks"})),
-    "letter": Limits(),
-}
+#: Units seed 001 never splits (a Q&A pair, a table, a slide, prepared remarks).
+FINANCE_WHOLE_UNITS = frozenset({"qna", "table", "slide", "prepared_remarks"})
+
+
+def limits_for(options: StrategyOptions) -> Limits:
+    """The size rules of a strategy as its options set them: the options are declared once
+    (streams.core.options), and the checks read the same values the chunker was built with."""
+    values = options.chunker_options()
+    match options.strategy:
+        case "window":
+            return Limits(max_words=values["chunk_size_words"], overlapping=True)
+        case "section" | "semantic" | "cluster":
+            return Limits(max_tokens=values["max_tokens"], min_tokens=values["min_tokens"])
+        case "hybrid":
+            return Limits(max_tokens=values["max_tokens"])
+        case "finance":
+            return Limits(max_tokens=values["max_tokens"], whole_units=FINANCE_WHOLE_UNITS)
+    return Limits()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +80,7 @@ def check(
     if not records:
         return []
     strategy = records[0].strategy
-    limits = limits or LIMITS.get(strategy, Limits())
+    limits = limits or (limits_for(make_options(strategy)) if strategy in OPTIONS else Limits())
     text = doc.text
     out: list[Violation] = []
     doc_tokens = tokenizer.count(text)
