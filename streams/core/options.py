@@ -77,7 +77,7 @@ class StrategyOptions(BaseModel):
         return str(doc_type) in self.doc_types
 
     def chunker_options(self) -> dict[str, Any]:
-        """What the chunker's constructor takes: every option but the routing ones."""
+        """The values a chunker reads: every option but the routing ones, which the pipeline reads around it."""
         return self.model_dump(exclude=set(ROUTING_OPTIONS))
 
     def lineage_tag(self) -> str:
@@ -87,6 +87,12 @@ class StrategyOptions(BaseModel):
             return ""
         payload = json.dumps(changed, sort_keys=True, separators=(",", ":"))
         return "o" + hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+    def versioned(self, version: str) -> str:
+        """A chunker's recorded version: `version` plus the lineage tag when options differ from the seed's,
+        so output made with other options never passes for the seed's own."""
+        tag = self.lineage_tag()
+        return f"{version}+{tag}" if tag else version
 
     def _not_above(self, low: str, high: str) -> None:
         """Cross-field check: option `low` may not exceed option `high`; the message names both values."""

@@ -20,7 +20,7 @@ from confluent_kafka import Producer
 
 from streams.codec.avro import AvroCodec
 from streams.core.document import assemble
-from streams.core.events import DocumentIndexed
+from streams.core.events import DocType, DocumentIndexed
 from streams.core.records import build_records, is_table
 from streams.ops.audit import audit, audit_stores, read_topic, repair
 from streams.ops.pipeline import LocalPipeline, publish_pages
@@ -39,6 +39,12 @@ TABLE_DOC = (
     "SECTION 1: SCOPE OF WORK\n\nThe contractor shall maintain every listed site for the base year. " * 12
     + "\n\nSECTION 2: PRICE SCHEDULE\n\n| CLIN | Item | Qty |\n|---|---|---|\n| 0001 | Mowing | 12 |\n"
 )
+
+
+def solicitations(docs: list) -> list:
+    """The documents as solicitations named as seed 002's file filter wants: both strategies take them."""
+    kind = {"doc_type": DocType.solicitation}
+    return [[p.model_copy(update={**kind, "document_name": f"{p.doc_id}-rfp.txt"}) for p in pages] for pages in docs]
 
 
 def expected_records(docs: list, strategies: list[str]) -> dict[tuple[str, int, str], list]:
@@ -139,7 +145,7 @@ def cli(settings: Settings, *args: str, **extra_env: str) -> subprocess.Complete
 
 
 def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_damage(tmp_path: Path) -> None:
-    docs = [*documents(6), make_pages("priced", [TABLE_DOC])]
+    docs = solicitations([*documents(6), make_pages("priced", [TABLE_DOC])])
     bad = make_pages("refused", ["   "])  # blank: dead-lettered by the assembler, never repaired
     settings = pipeline_settings(tmp_path, sink_assignment="manual")
     expected = expected_records(docs, STRATEGIES)

@@ -70,16 +70,13 @@ def get_chunker(
             raise UnknownStrategy(f"strategy {name!r} is not built yet") from exc
         raise
     cls: type[Chunker] = getattr(module, class_name)
-    kwargs = chosen.chunker_options()
+    # Every option, routing ones too: the chunker keeps the whole model (what it takes, its lineage).
+    values: dict[str, Any] = chosen.model_dump()
     if name in EMBEDDING_STRATEGIES:
         if embedder is None:
             raise OptionsError(f"{name} embeds sentences: pass embedder= (streams.embedstore.get_embedder())")
-        kwargs["embedder"] = embedder
-    chunker = cls(tokenizer or get_tokenizer(), **kwargs)
-    chunker.options = chosen
-    chunker.lineage = chosen.lineage_tag()
-    chunker.version = f"{cls.version}+{chunker.lineage}" if chunker.lineage else cls.version
-    return chunker
+        values["embedder"] = embedder
+    return cls(tokenizer or get_tokenizer(), **values)
 
 
 __all__ = [

@@ -25,9 +25,11 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, cast
 
-from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker
+from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.events import AssembledDocument
+from streams.core.options import SectionOptions, make_options
 from streams.core.text import (
     ALIGNED_GAP,
     FOLD_TRAPS,
@@ -553,18 +555,14 @@ class SectionChunker(Chunker):
     name = "section"
     version = "1.1.0"
     metadata_record = "streams.meta.SectionMetadata"
+    options: SectionOptions
 
-    def __init__(
-        self, tokenizer: Tokenizer, min_tokens: int = 400, max_tokens: int = 600, fragment_tokens: int = FRAGMENT_TOKENS
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by SectionOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        if not 0 < min_tokens <= max_tokens:
-            raise ValueError("need 0 < min_tokens <= max_tokens")
-        if not 0 <= fragment_tokens <= min_tokens:
-            raise ValueError("need 0 <= fragment_tokens <= min_tokens")
-        self.min_tokens = min_tokens
-        self.max_tokens = max_tokens
-        self.fragment_tokens = fragment_tokens
+        self.options = cast(SectionOptions, make_options(self.name, options))
+        self.lineage = self.options.lineage_tag()
+        self.version = self.options.versioned(type(self).version)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         text = doc.text
@@ -615,11 +613,13 @@ class SectionChunker(Chunker):
         if whole[1] <= whole[0]:
             return out
         segments = _segments(text, *whole)
-        if len(segments) == 1 and not segments[0][1] and counter(*whole) <= self.max_tokens:
+        if len(segments) == 1 and not segments[0][1] and counter(*whole) <= self.options.max_tokens:
             return [(whole, False, keywords.in_piece(*whole))]
         for (s, e), is_table in segments:
             units = [ls for ls in line_spans(text, s, e) if ls[1] > ls[0]] if is_table else paragraph_spans(text, s, e)
-            for piece in pack_spans(text, units, count, self.min_tokens, self.max_tokens, span_count=counter):
+            for piece in pack_spans(
+                text, units, count, self.options.min_tokens, self.options.max_tokens, span_count=counter
+            ):
                 flag = keywords.in_piece(*piece) or (not is_table and self._inside_requirement(text, piece, keywords))
                 out.append((piece, is_table, flag))
         return out
@@ -655,7 +655,7 @@ class SectionChunker(Chunker):
         """Target 400-600: a text piece under `min_tokens` absorbs the next text pieces, across section
         boundaries, while the union stays within `max_tokens` (a short section is a heading and a line or
         two: a form field, a cover-page label); a short last piece of a run joins backward."""
-        low = self.min_tokens
+        low = self.options.min_tokens
         forward = self._merge_pass(pieces, counter, keywords, lambda prev, piece: prev.tokens < low)
         return self._merge_pass(forward, counter, keywords, lambda prev, piece: piece.tokens < low)
 
@@ -668,7 +668,7 @@ class SectionChunker(Chunker):
             prev = out[-1] if out else None
             if prev is not None and prev.joins(piece) and short(prev, piece):
                 joined = counter(prev.span[0], piece.span[1])
-                if joined <= self.max_tokens:
+                if joined <= self.options.max_tokens:
                     out[-1] = prev.absorb(piece, joined, keywords)
                     continue
             out.append(piece)
@@ -681,7 +681,7 @@ class SectionChunker(Chunker):
         i = 0
         while i < len(out):
             piece = out[i]
-            if piece.tokens >= self.fragment_tokens or len(out) == 1:
+            if piece.tokens >= self.options.fragment_tokens or len(out) == 1:
                 i += 1
                 continue
             near = [k for k in (i + 1, i - 1) if 0 <= k < len(out)]
@@ -695,7 +695,7 @@ class SectionChunker(Chunker):
                 a, b = sorted((i, k))
                 union = out[a].absorb(out[b], counter(out[a].span[0], out[b].span[1]), keywords)
                 unions.append((a, b, dataclasses.replace(union, is_table=out[a].is_table or out[b].is_table)))
-            fits = next((u for u in unions if u[2].tokens <= self.max_tokens), None)
+            fits = next((u for u in unions if u[2].tokens <= self.options.max_tokens), None)
             if fits is not None:
                 a, b, union = fits
                 out[a : b + 1] = [union]
@@ -703,14 +703,14 @@ class SectionChunker(Chunker):
                 continue
             a, b, union = unions[0]
             units = paragraph_spans(text, *union.span) if not union.is_table else line_spans(text, *union.span)
-            spans = pack_spans(text, [u for u in units if u[1] > u[0]], self.tokenizer.count, self.min_tokens,
-                               self.max_tokens, span_count=counter)  # fmt: skip
+            spans = pack_spans(text, [u for u in units if u[1] > u[0]], self.tokenizer.count, self.options.min_tokens,
+                               self.options.max_tokens, span_count=counter)  # fmt: skip
             if spans == [out[a].span, out[b].span]:  # packing cannot do better: leave it and move on
                 i += 1
                 continue
             repacked = [union.part(sp, counter(*sp), keywords) for sp in spans]
             out[a : b + 1] = repacked
-            i = a + len(repacked) if all(p.tokens >= self.fragment_tokens for p in repacked) else a + 1
+            i = a + len(repacked) if all(p.tokens >= self.options.fragment_tokens for p in repacked) else a + 1
         return out
 
     def _draft(self, text: str, piece: _Piece, has_headings: bool) -> ChunkDraft:

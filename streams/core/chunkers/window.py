@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
+from streams.core.options import WindowOptions, make_options
 from streams.core.text import WORD
 from streams.core.tokenizers import Tokenizer
 
@@ -13,20 +16,22 @@ class WindowChunker(Chunker):
     name = "window"
     version = "1.0.0"
     metadata_record = "streams.meta.WindowMetadata"
+    options: WindowOptions
 
-    def __init__(self, tokenizer: Tokenizer, chunk_size_words: int = 250, chunk_overlap_words: int = 50) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by WindowOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        if chunk_size_words < 1 or not 0 <= chunk_overlap_words < chunk_size_words:
-            raise ValueError("need chunk_size_words >= 1 and 0 <= overlap < size")
-        self.size = chunk_size_words
-        self.overlap = chunk_overlap_words
+        self.options = cast(WindowOptions, make_options(self.name, options))
+        self.lineage = self.options.lineage_tag()
+        self.version = self.options.versioned(type(self).version)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         spans = [m.span() for m in WORD.finditer(doc.text)]
         drafts: list[ChunkDraft] = []
-        step = self.size - self.overlap
+        size, overlap = self.options.chunk_size_words, self.options.chunk_overlap_words
+        step = size - overlap
         for first in range(0, len(spans), step):
-            last = min(first + self.size, len(spans)) - 1
+            last = min(first + size, len(spans)) - 1
             start, end = spans[first][0], spans[last][1]
             pages = pages_for_range(doc.page_map, start, end)
             drafts.append(
@@ -40,8 +45,8 @@ class WindowChunker(Chunker):
                         "word_count": last - first + 1,
                         "start_word": first,
                         "end_word": last + 1,
-                        "chunk_size_words": self.size,
-                        "chunk_overlap_words": self.overlap,
+                        "chunk_size_words": size,
+                        "chunk_overlap_words": overlap,
                     },
                 )
             )

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.finance.blocks import Block, Context, Table, turn_body
@@ -56,6 +56,7 @@ from streams.core.chunkers.finance.transcript import (
 )
 from streams.core.document import page_text_ranges, pages_for_range
 from streams.core.events import AssembledDocument
+from streams.core.options import FinanceOptions, make_options
 from streams.core.records import normalized_text
 from streams.core.text import Span, pack_spans, sentence_spans, trim_span, word_spans
 from streams.core.tokenizers import Tokenizer
@@ -73,22 +74,14 @@ class FinanceChunker(Chunker):
     name = "finance"
     version = "1.0.0"
     metadata_record = "streams.meta.FinanceMetadata"
+    options: FinanceOptions
 
-    def __init__(
-        self,
-        tokenizer: Tokenizer,
-        min_tokens: int = 500,
-        max_tokens: int = 1200,
-        press_min_tokens: int = 400,
-        press_max_tokens: int = 800,
-        synopsis_rows: int = 4,
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by FinanceOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        if not (0 < min_tokens <= max_tokens and 0 < press_min_tokens <= press_max_tokens):
-            raise ValueError("need 0 < min_tokens <= max_tokens for both ranges")
-        self.min_tokens, self.max_tokens = min_tokens, max_tokens
-        self.press_min, self.press_max = press_min_tokens, press_max_tokens
-        self.synopsis_rows = synopsis_rows
+        self.options = cast(FinanceOptions, make_options(self.name, options))
+        self.lineage = self.options.lineage_tag()
+        self.version = self.options.versioned(type(self).version)
 
     # -- entry point
 
@@ -117,7 +110,11 @@ class FinanceChunker(Chunker):
             drafts = self._slides(ctx)
         else:
             blocks = element_blocks(ctx) if doc.elements else release_blocks(ctx)
-            bounds = (self.press_min, self.press_max) if kind == "press" else (self.min_tokens, self.max_tokens)
+            bounds = (
+                (self.options.press_min_tokens, self.options.press_max_tokens)
+                if kind == "press"
+                else (self.options.min_tokens, self.options.max_tokens)
+            )
             drafts = self._narrative(ctx, blocks, *bounds)
         return [self._finalise(ctx, d, order) for order, d in enumerate(drafts)]
 
@@ -168,7 +165,7 @@ class FinanceChunker(Chunker):
                 release_held()
                 flush_remarks()
                 base = (block.title,) if block.kind == "para" and block.title else ()
-                drafts.extend(self._narrative(ctx, [block], self.min_tokens, self.max_tokens, base))
+                drafts.extend(self._narrative(ctx, [block], self.options.min_tokens, self.options.max_tokens, base))
             elif block.in_qa and block.is_operator:
                 release_held()
                 flush_remarks()
@@ -204,7 +201,7 @@ class FinanceChunker(Chunker):
         if not units:
             return []
         out = []
-        for s, e in pack_spans(text, units, self.tokenizer.count, self.min_tokens, self.max_tokens):
+        for s, e in pack_spans(text, units, self.tokenizer.count, self.options.min_tokens, self.options.max_tokens):
             body = clean_text(text, kept_lines(text, s, e, ctx.dropped))
             out.append(
                 ChunkDraft(
@@ -361,11 +358,11 @@ class FinanceChunker(Chunker):
         head = f"Table: {label}" + (f" ({scale})" if scale else "")
         body_rows = [r for r in table.rows if any(c.strip() for c in r)]
         lines = [head]
-        for row in body_rows[: self.synopsis_rows]:
+        for row in body_rows[: self.options.synopsis_rows]:
             cells = [" ".join(c.split()) for c in row if c.strip()]
             if cells:
                 lines.append("- " + ": ".join([cells[0], " | ".join(cells[1:])]) if len(cells) > 1 else "- " + cells[0])
-        if len(body_rows) > self.synopsis_rows:
+        if len(body_rows) > self.options.synopsis_rows:
             lines.append(f"({len(body_rows)} rows in total)")
         return "\n".join(lines)
 
