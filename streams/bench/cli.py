@@ -353,6 +353,9 @@ def pipeline(
     sink: Annotated[list[str] | None, typer.Option("--sink", help="Also store the chunks (mongo).")] = None,
     scaling: Annotated[bool, typer.Option("--scaling/--no-scaling", help="Also run two workers per role.")] = True,
     broker: BrokerOpt = "noida",
+    exactly_once: Annotated[
+        bool, typer.Option("--exactly-once", help="Also one run with Kafka transactions (exactly_once), same run.")
+    ] = False,
 ) -> None:
     """End to end on a broker: pages/s, chunks/s, latency, ratio to in-process, 1 vs 2 workers."""
     from streams.bench.pipeline import run_pipeline_bench_on
@@ -366,6 +369,7 @@ def pipeline(
             sinks=sink or [],
             scaling=scaling,
             progress=update,
+            exactly_once=exactly_once,
         )
     if as_json:
         _emit_json(report)
@@ -400,6 +404,8 @@ def _print_pipeline(report: dict) -> None:
     out.print(f"CPU ms per page: in-process {report['in_process_cpu_ms_per_page']:.2f}; one worker per role: {cpu}")
     if report["scaling"]["ratio"] is not None:
         out.print(f"two workers / one: {report['scaling']['ratio']:.2f}x")
+    if "exactly_once" in report:
+        out.print(f"exactly-once / at-least-once, one worker: {report['exactly_once_vs_at_least_once']:.2f}x")
     ceilings = report["ceilings"]
     for key, verdict in report["targets"].items():
         best = ceilings.get(key)

@@ -219,6 +219,7 @@ def end_to_end(
     progress: Progress | None = None,
     expected_dead: Sequence[tuple[str, str]] = (),
     broker_kind: str = "noida",
+    guarantee: str = "at_least_once",
 ) -> dict[str, Any]:
     """One run on a fresh broker of `broker_kind` with `replicas` workers per role; `expected_chunks` is
     what in-process chunking made of the same documents, `expected_dead` the (doc_id, stage) it refused."""
@@ -226,7 +227,9 @@ def end_to_end(
     from streams.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="streams-bench-") as tmp:
-        settings = Settings(data_dir=Path(tmp), partitions=partitions, broker_kind=broker_kind)
+        settings = Settings(
+            data_dir=Path(tmp), partitions=partitions, broker_kind=broker_kind, processing_guarantee=guarantee
+        )
         with LocalPipeline(settings, list(strategies), sinks=list(sinks)) as pipeline:
             for role in list(pipeline.workers):
                 if not role.startswith("sink:"):
@@ -343,6 +346,7 @@ def run_pipeline_bench(
     scaling: bool = True,
     progress: Progress | None = None,
     broker_kind: str = "noida",
+    exactly_once: bool = False,
 ) -> dict[str, Any]:
     """`pages_per_s`, `chunks_per_s`, `latency_ms`, `in_process_pages_per_s`, `ratio_to_in_process`,
     `scaling`, plus the run's settings and the two-worker run's own figures, on a broker of `broker_kind`."""
@@ -392,6 +396,10 @@ def run_pipeline_bench(
     }
     if two:
         report["two_workers"] = two
+    if exactly_once:  # the same one-worker run with Kafka transactions, right after: its cost, same run
+        eos = end_to_end(documents, chosen, 1, partitions, expected, sinks, **run, guarantee="exactly_once")
+        report["exactly_once"] = eos
+        report["exactly_once_vs_at_least_once"] = eos["pages_per_s"] / one["pages_per_s"]
     report["ceilings"] = _ceilings(one, two, local["pages_per_s"])
     report["targets"] = {
         "ratio_to_in_process": {"target": ">= 0.67", "met": report["ratio_to_in_process"] >= 0.67},

@@ -110,11 +110,8 @@ class FinanceChunker(Chunker):
             drafts = self._slides(ctx)
         else:
             blocks = element_blocks(ctx) if doc.elements else release_blocks(ctx)
-            bounds = (
-                (self.options.press_min_tokens, self.options.press_max_tokens)
-                if kind == "press"
-                else (self.options.min_tokens, self.options.max_tokens)
-            )
+            o = self.options
+            bounds = (o.press_min_tokens, o.press_max_tokens) if kind == "press" else (o.min_tokens, o.max_tokens)
             drafts = self._narrative(ctx, blocks, *bounds)
         return [self._finalise(ctx, d, order) for order, d in enumerate(drafts)]
 

@@ -6,7 +6,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.letter import enrich, gate
@@ -21,6 +21,7 @@ from streams.core.chunkers.letter.layout import (
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.options import LetterOptions, make_options
 from streams.core.tokenizers import Tokenizer, span_counter
 
 _SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
@@ -113,21 +114,18 @@ class Piece:
 
 class LetterChunker(Chunker):
     name: ClassVar[str] = "letter"
-    version: ClassVar[str] = "1.1.1"
+    version: str = "1.1.1"  # plus the lineage tag, per instance, when options differ from the seed's
     metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
+    options: LetterOptions
 
-    def __init__(
-        self,
-        tokenizer: Tokenizer,
-        section_min_tokens: int = 250,
-        section_target_tokens: int = 500,
-        section_max_tokens: int = 800,
-        min_tokens: int = 150,
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by LetterOptions' names: defaults, ranges and the tier order are the model's, declared once."""
         super().__init__(tokenizer)
-        if not 0 < min_tokens <= section_min_tokens < section_target_tokens < section_max_tokens:
-            raise ValueError("need 0 < min_tokens <= section_min_tokens < section_target_tokens < section_max_tokens")
-        self.tiers = _Tiers(section_min_tokens, section_max_tokens, section_target_tokens, min_tokens)
+        self.options = cast(LetterOptions, make_options(self.name, options))
+        self.lineage = self.options.lineage_tag()
+        self.version = self.options.versioned(type(self).version)
+        o = self.options
+        self.tiers = _Tiers(o.section_min_tokens, o.section_max_tokens, o.section_target_tokens, o.min_tokens)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         if not doc.text.strip():
