@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from streams.core.events import AssembledDocument
-from streams.core.options import FRAGMENT_TOKENS
+from streams.core.options import FRAGMENT_TOKENS, StrategyOptions, make_options
 from streams.core.tokenizers import Tokenizer
 
 __all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError"]
@@ -48,15 +49,23 @@ class Chunker(ABC):
     """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata.
 
     `lineage` is '' for the seed's default options and a fingerprint of the changed ones otherwise
-    (`get_chunker` sets it, and appends it to `version`): it is part of every chunk id, so output made
-    with other options is another lineage, never mistaken for this one.
+    (`take_options` sets it from the options, and appends it to `version`): it is part of every chunk id,
+    so output made with other options is another lineage, never mistaken for this one.
     """
 
     name: ClassVar[str]
     version: str
     metadata_record: ClassVar[str]
     lineage: str = ""
-    options: Any = None  # the StrategyOptions it was built with (get_chunker)
+    options: Any = None  # the StrategyOptions it was built with (`take_options`)
+
+    def take_options(self, options: Mapping[str, Any]) -> StrategyOptions:
+        """Validate this strategy's options against their one declaration (streams.core.options: defaults,
+        ranges, cross-checks; a bad value is `OptionsError` naming it) and derive lineage and version."""
+        self.options = make_options(self.name, dict(options))
+        self.lineage = self.options.lineage_tag()
+        self.version = self.options.versioned(type(self).version)
+        return self.options
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from docling_core.transforms.chunker import HybridChunker as DoclingHybridChunker
 from docling_core.transforms.chunker.tokenizer.openai import OpenAITokenizer
@@ -32,6 +32,7 @@ from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, Chu
 from streams.core.chunkers.hybrid_blocks import Block, parse_blocks
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
+from streams.core.options import HybridOptions
 from streams.core.text import block_sentence_spans, pack_units_exact, split_span_by_tokens, trim_span
 from streams.core.tokenizers import Tokenizer, tiktoken_encoding
 
@@ -226,25 +227,20 @@ class HybridChunker(Chunker):
     name = "hybrid"
     version = "1.1.2"
     metadata_record = "streams.meta.HybridMetadata"
+    options: HybridOptions
 
-    def __init__(
-        self, tokenizer: Tokenizer, max_tokens: int = 512, merge_peers: bool = True, min_tokens: int | None = None
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by HybridOptions' names: defaults (min_tokens resolved from max_tokens), ranges and checks
+        are the model's, declared once."""
         super().__init__(tokenizer)
-        if max_tokens < 16:
-            raise ValueError("max_tokens must be >= 16")
-        min_tokens = min(64, max_tokens // 4) if min_tokens is None else min_tokens
-        if not 0 <= min_tokens <= max_tokens:
-            raise ValueError("need 0 <= min_tokens <= max_tokens")
-        self.max_tokens = max_tokens
-        self.min_tokens = min_tokens
+        self.options = cast(HybridOptions, self.take_options(options))
         encoding_name = getattr(tokenizer, "name", "tiktoken:cl100k_base").removeprefix("tiktoken:")
         try:
             encoding = tiktoken_encoding(encoding_name)
         except ValueError:
             encoding = tiktoken_encoding("cl100k_base")
-        self.docling_tokenizer = CachedOpenAITokenizer(tokenizer=encoding, max_tokens=max_tokens)
-        self.docling = DoclingHybridChunker(tokenizer=self.docling_tokenizer, merge_peers=merge_peers)
+        self.docling_tokenizer = CachedOpenAITokenizer(tokenizer=encoding, max_tokens=self.options.max_tokens)
+        self.docling = DoclingHybridChunker(tokenizer=self.docling_tokenizer, merge_peers=self.options.merge_peers)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         if not doc.text.strip():
@@ -278,11 +274,11 @@ class HybridChunker(Chunker):
         i = 0
         while i < len(out) and len(out) > 1:
             size = tokens(out[i])
-            if size >= self.min_tokens:
+            if size >= self.options.min_tokens:
                 i += 1
                 continue
             pairs = [(a, b) for a, b in ((i, i + 1), (i - 1, i)) if a >= 0 and b < len(out)]
-            fit = next(((a, b) for a, b in pairs if tokens(out[a], out[b]) <= self.max_tokens), None)
+            fit = next(((a, b) for a, b in pairs if tokens(out[a], out[b]) <= self.options.max_tokens), None)
             if fit is None and size < FRAGMENT_TOKENS:
                 fit = pairs[0]
             if fit is None:
@@ -311,13 +307,13 @@ class HybridChunker(Chunker):
 
         Greedy packing leaves whatever is over at the end; when that tail is under 30 tokens the slice is
         cut again with a smaller limit, down to an even split, so no piece is a fragment."""
-        total = self.tokenizer.count(text[start:end])
-        if total <= self.max_tokens:
+        total, most = self.tokenizer.count(text[start:end]), self.options.max_tokens
+        if total <= most:
             return [(start, end)]
-        parts = -(-total // self.max_tokens)
-        even = min(self.max_tokens, -(-total // parts) + 8)
+        parts = -(-total // most)
+        even = min(most, -(-total // parts) + 8)
         spans: list[tuple[int, int]] = []
-        for limit in dict.fromkeys((self.max_tokens, (self.max_tokens + even) // 2, even)):
+        for limit in dict.fromkeys((most, (most + even) // 2, even)):
             spans = self._pack(text, start, end, limit)
             if len(spans) < 2 or self.tokenizer.count(text[slice(*spans[-1])]) >= FRAGMENT_TOKENS:
                 return spans
@@ -385,7 +381,7 @@ class HybridChunker(Chunker):
                 "word_count": word_count,
                 "contextualized_text": contextualize_chunk(text, context),
                 "doc_item_labels": list(item.labels),
-                "max_tokens": self.max_tokens,
+                "max_tokens": self.options.max_tokens,
                 "merged_headings": list(item.merged),
             },
         )

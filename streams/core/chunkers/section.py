@@ -29,7 +29,7 @@ from typing import Any, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.events import AssembledDocument
-from streams.core.options import SectionOptions, make_options
+from streams.core.options import SectionOptions
 from streams.core.text import (
     ALIGNED_GAP,
     FOLD_TRAPS,
@@ -560,9 +560,7 @@ class SectionChunker(Chunker):
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
         """Options by SectionOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        self.options = cast(SectionOptions, make_options(self.name, options))
-        self.lineage = self.options.lineage_tag()
-        self.version = self.options.versioned(type(self).version)
+        self.options = cast(SectionOptions, self.take_options(options))
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         text = doc.text

@@ -15,14 +15,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
 from streams.core.embedding import Embedder, EmbeddingUnavailable
 from streams.core.events import AssembledDocument
-from streams.core.options import BREAKPOINT_DEFAULTS
+from streams.core.options import BREAKPOINT_DEFAULTS, ClusterOptions, SemanticOptions
 from streams.core.text import (
     WORD,
     Span,
@@ -62,22 +62,27 @@ class _SentenceEmbeddingChunker(Chunker):
     # The path of marked-up headings over a chunk as its section path: the vector sink embeds it with
     # the text (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, Retrieval quality).
     heading_context: ClassVar[bool] = False
+    options: SemanticOptions | ClusterOptions
 
     def __init__(
-        self,
-        tokenizer: Tokenizer,
-        min_tokens: int,
-        max_tokens: int,
-        embedder: Embedder | None = None,
-        model_path: str | None = None,
+        self, tokenizer: Tokenizer, *, embedder: Embedder | None = None, model_path: str | None = None, **options: Any
     ) -> None:
+        """Options by the strategy's model (SemanticOptions, ClusterOptions): defaults, ranges and checks are
+        the model's, declared once. The embedder is injected by the caller, never an option."""
         super().__init__(tokenizer)
-        if not 0 <= min_tokens <= max_tokens or max_tokens < 8:
-            raise ValueError("need 0 <= min_tokens <= max_tokens and max_tokens >= 8")
-        self.min_tokens = min_tokens
-        self.max_tokens = max_tokens
+        self.options = cast(SemanticOptions | ClusterOptions, self.take_options(options))
         self._embedder = embedder
         self._model_path = model_path
+
+    @property
+    def breakpoint_type(self) -> str:
+        """How the threshold is derived, as each chunk's metadata records it."""
+        raise NotImplementedError
+
+    @property
+    def threshold_amount(self) -> float:
+        """The amount the grouping applies, as each chunk's metadata records it."""
+        raise NotImplementedError
 
     @property
     def embedder(self) -> Embedder:
@@ -118,16 +123,16 @@ class _SentenceEmbeddingChunker(Chunker):
         counts = _count_many(self.tokenizer, [text[s:e] for s, e in spans])
         units: list[Span] = []
         for span, tokens in zip(spans, counts, strict=True):
-            if tokens <= self.max_tokens:
+            if tokens <= self.options.max_tokens:
                 units.append(span)
                 continue
             # Even pieces, so no tail is a fragment; a piece cut at a token boundary can count a token
             # more on its own (BPE merges differ at the cut): cut again, a little shorter, until every
             # piece fits on the text it carries.
-            parts = -(-tokens // self.max_tokens)
-            limit = min(self.max_tokens, -(-tokens // parts) + 1)
+            parts = -(-tokens // self.options.max_tokens)
+            limit = min(self.options.max_tokens, -(-tokens // parts) + 1)
             pieces = self._cut(text, span, limit)
-            while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.max_tokens for a, b in pieces):
+            while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.options.max_tokens for a, b in pieces):
                 limit -= max(1, limit // 50)
                 pieces = self._cut(text, span, limit)
             units.extend(self._no_crumb_tail(text, pieces))
@@ -146,10 +151,10 @@ class _SentenceEmbeddingChunker(Chunker):
             return pieces
         joined = (pieces[-2][0], pieces[-1][1])
         tokens = count(text[joined[0] : joined[1]])
-        if tokens <= self.max_tokens:
+        if tokens <= self.options.max_tokens:
             return [*pieces[:-2], joined]
         halves = _hard_split(self.tokenizer, text, joined, -(-tokens // 2) + 1)
-        if len(halves) == 2 and all(count(text[a:b]) <= self.max_tokens for a, b in halves):
+        if len(halves) == 2 and all(count(text[a:b]) <= self.options.max_tokens for a, b in halves):
             return [*pieces[:-2], *halves]
         return pieces
 
@@ -161,13 +166,13 @@ class _SentenceEmbeddingChunker(Chunker):
     def _split_oversized(self, groups: list[_Group], units: Sequence[Span], counter: _RangeCounter) -> list[_Group]:
         out: list[_Group] = []
         for g in groups:
-            if counter(units[g.first][0], units[g.last][1]) <= self.max_tokens:
+            if counter(units[g.first][0], units[g.last][1]) <= self.options.max_tokens:
                 out.append(g)
                 continue
             members = list(range(g.first, g.last + 1))
             spans = [units[i] for i in members]
             counts = [counter(s, e) for s, e in spans]
-            packs = pack_units_exact(spans, counts, self.max_tokens, counter)
+            packs = pack_units_exact(spans, counts, self.options.max_tokens, counter)
             for n, pack in enumerate(packs):
                 reason = g.reason if n == len(packs) - 1 else "max_tokens"
                 out.append(_Group(members[pack[0]], members[pack[-1]], reason))
@@ -196,7 +201,7 @@ class _SentenceEmbeddingChunker(Chunker):
         out: list[_Group] = []
         pending = list(groups)
         for i, g in enumerate(pending):
-            if tokens(g) >= self.min_tokens:
+            if tokens(g) >= self.options.min_tokens:
                 out.append(g)
                 continue
             prev = out[-1] if out else None
@@ -204,10 +209,10 @@ class _SentenceEmbeddingChunker(Chunker):
             use_prev = prev is not None and (nxt is None or affinity(prev, g) >= affinity(g, nxt))
             if use_prev and prev is not None:
                 union = _Group(prev.first, g.last, g.reason)
-                out[-1:] = [union] if tokens(union) <= self.max_tokens else self._rebalance(prev, g, tokens)
+                out[-1:] = [union] if tokens(union) <= self.options.max_tokens else self._rebalance(prev, g, tokens)
             elif nxt is not None:
                 union = _Group(g.first, nxt.last, nxt.reason)
-                if tokens(union) <= self.max_tokens:
+                if tokens(union) <= self.options.max_tokens:
                     pending[i + 1] = union
                 else:
                     left, right = self._rebalance(g, nxt, tokens)
@@ -229,12 +234,12 @@ class _SentenceEmbeddingChunker(Chunker):
         i = 0
         while i < len(out) and len(out) > 1:
             g = out[i]
-            if tokens(g) >= self.min_tokens:
+            if tokens(g) >= self.options.min_tokens:
                 i += 1
                 continue
             near = [j for j in (i - 1, i + 1) if 0 <= j < len(out)]
             fits = [(min(i, j), max(i, j)) for j in near]
-            fits = [(a, b) for a, b in fits if tokens(_Group(out[a].first, out[b].last, "")) <= self.max_tokens]
+            fits = [(a, b) for a, b in fits if tokens(_Group(out[a].first, out[b].last, "")) <= self.options.max_tokens]
             if fits:
                 a, b = fits[0]
                 out[a : b + 1] = [_Group(out[a].first, out[b].last, out[b].reason)]
@@ -256,9 +261,10 @@ class _SentenceEmbeddingChunker(Chunker):
     def _rebalance(self, a: _Group, b: _Group, tokens: Callable[[_Group], int]) -> list[_Group]:
         """Split the union of two neighbours at the sentence that maximises the smaller side."""
         best: tuple[int, int] | None = None
+        most = self.options.max_tokens
         for k in range(a.first + 1, b.last + 1):
             left, right = tokens(_Group(a.first, k - 1, "")), tokens(_Group(k, b.last, ""))
-            if left <= self.max_tokens and right <= self.max_tokens and (best is None or min(left, right) > best[0]):
+            if left <= most and right <= most and (best is None or min(left, right) > best[0]):
                 best = (min(left, right), k)
         if best is None or best[0] <= min(tokens(a), tokens(b)):
             return [a, b]
@@ -282,14 +288,11 @@ class _SentenceEmbeddingChunker(Chunker):
                 "first_sentence": g.first,
                 "mean_similarity": None if sims is None else round(float(sims.mean()), ROUND),
                 "split_reason": g.reason,
-                "min_tokens": self.min_tokens,
-                "max_tokens": self.max_tokens,
+                "min_tokens": self.options.min_tokens,
+                "max_tokens": self.options.max_tokens,
                 "embed_model": self.embedder.model_name,
             },
         )
-
-    breakpoint_type: str = ""
-    threshold_amount: float = 0.0
 
 
 class SemanticChunker(_SentenceEmbeddingChunker):
@@ -303,28 +306,15 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     # (docs/benchmarks.md, Retrieval quality).
     merge_within_blocks = True
     strategy_label = "semantic_percentile"
+    options: SemanticOptions
 
-    def __init__(
-        self,
-        tokenizer: Tokenizer,
-        breakpoint_type: str = "percentile",
-        threshold_amount: float | None = None,
-        buffer_size: int = 1,
-        min_tokens: int = 100,
-        max_tokens: int = 400,
-        embedder: Embedder | None = None,
-        model_path: str | None = None,
-        paragraph_weight: float = 0.15,
-    ) -> None:
-        super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
-        self.paragraph_weight = float(paragraph_weight)
-        if breakpoint_type not in BREAKPOINT_DEFAULTS:
-            raise ValueError(f"breakpoint_type must be one of {', '.join(BREAKPOINT_DEFAULTS)}")
-        self.breakpoint_type = breakpoint_type
-        self.threshold_amount = float(
-            BREAKPOINT_DEFAULTS[breakpoint_type] if threshold_amount is None else threshold_amount
-        )
-        self.buffer_size = buffer_size
+    @property
+    def breakpoint_type(self) -> str:
+        return self.options.breakpoint_type
+
+    @property
+    def threshold_amount(self) -> float:
+        return cast(float, self.options.threshold_amount)  # never None: the model resolves the type's own
 
     def distances(self, vectors: np.ndarray, paragraph_ends: np.ndarray | None = None) -> np.ndarray:
         """Rounded cosine distances between neighbours; each sentence is represented by the mean of
@@ -332,10 +322,10 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         `paragraph_weight`, a paragraph's end counts as that much further apart."""
         if len(vectors) < 2:
             return np.zeros(0)
-        window = _window_means(vectors, self.buffer_size)
+        window = _window_means(vectors, self.options.buffer_size)
         distances = _round(1.0 - np.einsum("ij,ij->i", window[:-1], window[1:]))
-        if self.paragraph_weight and paragraph_ends is not None:
-            distances = _round(distances + self.paragraph_weight * paragraph_ends)
+        if self.options.paragraph_weight and paragraph_ends is not None:
+            distances = _round(distances + self.options.paragraph_weight * paragraph_ends)
         return distances
 
     def threshold(self, distances: np.ndarray) -> tuple[np.ndarray, float]:
@@ -374,35 +364,21 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     version = "1.4.0"
     heading_context = True
     strategy_label = "similarity_cluster"
-    breakpoint_type = "mean_linkage"
     merge_within_blocks = True
+    options: ClusterOptions
 
-    def __init__(
-        self,
-        tokenizer: Tokenizer,
-        threshold: float = 0.75,
-        min_tokens: int = 40,
-        max_tokens: int = 250,
-        embedder: Embedder | None = None,
-        model_path: str | None = None,
-        segmentation: str = "threshold",
-        merge_threshold: float | None = 0.7,
-    ) -> None:
-        super().__init__(tokenizer, min_tokens, max_tokens, embedder, model_path)
-        if not -1.0 <= threshold <= 1.0:
-            raise ValueError("threshold is a cosine similarity in [-1, 1]")
-        if merge_threshold is not None and not -1.0 <= merge_threshold <= 1.0:
-            raise ValueError("merge_threshold is a cosine similarity in [-1, 1]")
-        self.merge_threshold = merge_threshold
-        if segmentation not in ("threshold", "optimal"):
-            raise ValueError("segmentation is threshold or optimal")
-        self.threshold_amount = float(threshold)
-        self.segmentation = segmentation
+    @property
+    def breakpoint_type(self) -> str:
+        return "mean_linkage"
+
+    @property
+    def threshold_amount(self) -> float:
+        return self.options.threshold
 
     def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
-        if self.segmentation == "optimal":
+        if self.options.segmentation == "optimal":
             tokens = _count_many(self.tokenizer, [text[s:e] for s, e in units])
-            return optimal_groups(vectors, tokens, self.max_tokens)
+            return optimal_groups(vectors, tokens, self.options.max_tokens)
         groups: list[_Group] = []
         first = 0
         total = vectors[0].astype(np.float64).copy()
@@ -424,13 +400,13 @@ class ClusterChunker(_SentenceEmbeddingChunker):
         first stage compares single sentences with a cluster, which rarely reaches the threshold, so
         without this the size bounds alone set most boundaries: a run on one topic stays in pieces
         while unrelated crumbs are glued together."""
-        if self.merge_threshold is None or len(groups) < 2:
+        if self.options.merge_threshold is None or len(groups) < 2:
             return groups
 
         def tokens(g: _Group) -> int:
             return counter(units[g.first][0], units[g.last][1])
 
-        return merge_alike(groups, vectors, tokens, self.merge_threshold, self.max_tokens)
+        return merge_alike(groups, vectors, tokens, self.options.merge_threshold, self.options.max_tokens)
 
 
 def merge_alike(

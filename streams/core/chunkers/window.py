@@ -7,7 +7,7 @@ from typing import Any, cast
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
-from streams.core.options import WindowOptions, make_options
+from streams.core.options import WindowOptions
 from streams.core.text import WORD
 from streams.core.tokenizers import Tokenizer
 
@@ -21,17 +21,24 @@ class WindowChunker(Chunker):
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
         """Options by WindowOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        self.options = cast(WindowOptions, make_options(self.name, options))
-        self.lineage = self.options.lineage_tag()
-        self.version = self.options.versioned(type(self).version)
+        self.options = cast(WindowOptions, self.take_options(options))
+
+    @property
+    def size(self) -> int:
+        """Words per window: a read-only view of the model, which callers and tests read by this name."""
+        return self.options.chunk_size_words
+
+    @property
+    def overlap(self) -> int:
+        """Words shared with the previous window, read from the model."""
+        return self.options.chunk_overlap_words
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         spans = [m.span() for m in WORD.finditer(doc.text)]
         drafts: list[ChunkDraft] = []
-        size, overlap = self.options.chunk_size_words, self.options.chunk_overlap_words
-        step = size - overlap
+        step = self.size - self.overlap
         for first in range(0, len(spans), step):
-            last = min(first + size, len(spans)) - 1
+            last = min(first + self.size, len(spans)) - 1
             start, end = spans[first][0], spans[last][1]
             pages = pages_for_range(doc.page_map, start, end)
             drafts.append(
@@ -45,8 +52,8 @@ class WindowChunker(Chunker):
                         "word_count": last - first + 1,
                         "start_word": first,
                         "end_word": last + 1,
-                        "chunk_size_words": size,
-                        "chunk_overlap_words": overlap,
+                        "chunk_size_words": self.size,
+                        "chunk_overlap_words": self.overlap,
                     },
                 )
             )

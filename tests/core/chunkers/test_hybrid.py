@@ -197,8 +197,7 @@ def test_uses_docling_with_an_offline_openai_tokenizer_and_cache() -> None:
 def test_router_and_registry() -> None:
     assert isinstance(create_chunker("hybrid"), HybridChunker)
     legacy = create_chunker("legacy")
-    assert isinstance(legacy, WindowChunker)
-    assert (legacy.options.chunk_size_words, legacy.options.chunk_overlap_words) == (250, 50)
+    assert isinstance(legacy, WindowChunker) and (legacy.size, legacy.overlap) == (250, 50)
     assert isinstance(get_chunker("hybrid"), HybridChunker)
 
 

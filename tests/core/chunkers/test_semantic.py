@@ -199,8 +199,8 @@ def test_small_cluster_joins_the_neighbour_on_its_side_of_a_line_break(embedder:
 
 def test_cluster_defaults_match_the_retrieval_target() -> None:
     chunker = ClusterChunker(get_tokenizer())
-    assert (chunker.max_tokens, chunker.min_tokens, chunker.threshold_amount) == (250, 40, 0.75)
-    assert chunker.merge_threshold == 0.7
+    assert (chunker.options.max_tokens, chunker.options.min_tokens, chunker.threshold_amount) == (250, 40, 0.75)
+    assert chunker.options.merge_threshold == 0.7
 
 
 def _unit_vectors(*angles: float) -> np.ndarray:
@@ -228,7 +228,7 @@ def test_without_a_merge_threshold_the_second_stage_changes_nothing(embedder: Em
     assert len(after) < len(before)  # a topic's sentences come together
     starts = {d.char_start for d in before}
     assert all(d.char_start in starts for d in after)  # it only removes boundaries, never moves one
-    assert max(plain.tokenizer.count(d.text) for d in after) <= staged.max_tokens
+    assert max(plain.tokenizer.count(d.text) for d in after) <= staged.options.max_tokens
 
 
 # --- pages, bounds, determinism, cache ------------------------------------------------------------
@@ -369,8 +369,8 @@ def test_corpus_chunks_slice_the_stream_within_bounds(embedder: Embedder, name: 
         drafts = chunker.chunk(doc)
         assert_exact_ranges(doc, drafts)
         records = build_records(doc, chunker, drafts)
-        assert max(r.token_count for r in records) <= chunker.max_tokens
-        assert sum(1 for r in records if r.token_count < chunker.min_tokens) <= len(records) // 10
+        assert max(r.token_count for r in records) <= chunker.options.max_tokens
+        assert sum(1 for r in records if r.token_count < chunker.options.min_tokens) <= len(records) // 10
 
 
 def test_warm_up_loads_the_model_before_the_first_document() -> None:

@@ -56,7 +56,7 @@ from streams.core.chunkers.finance.transcript import (
 )
 from streams.core.document import page_text_ranges, pages_for_range
 from streams.core.events import AssembledDocument
-from streams.core.options import FinanceOptions, make_options
+from streams.core.options import FinanceOptions
 from streams.core.records import normalized_text
 from streams.core.text import Span, pack_spans, sentence_spans, trim_span, word_spans
 from streams.core.tokenizers import Tokenizer
@@ -79,9 +79,7 @@ class FinanceChunker(Chunker):
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
         """Options by FinanceOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
-        self.options = cast(FinanceOptions, make_options(self.name, options))
-        self.lineage = self.options.lineage_tag()
-        self.version = self.options.versioned(type(self).version)
+        self.options = cast(FinanceOptions, self.take_options(options))
 
     # -- entry point
 

@@ -21,7 +21,7 @@ from streams.core.chunkers.letter.layout import (
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
-from streams.core.options import LetterOptions, make_options
+from streams.core.options import LetterOptions
 from streams.core.tokenizers import Tokenizer, span_counter
 
 _SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
@@ -121,9 +121,7 @@ class LetterChunker(Chunker):
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
         """Options by LetterOptions' names: defaults, ranges and the tier order are the model's, declared once."""
         super().__init__(tokenizer)
-        self.options = cast(LetterOptions, make_options(self.name, options))
-        self.lineage = self.options.lineage_tag()
-        self.version = self.options.versioned(type(self).version)
+        self.options = cast(LetterOptions, self.take_options(options))
         o = self.options
         self.tiers = _Tiers(o.section_min_tokens, o.section_max_tokens, o.section_target_tokens, o.min_tokens)
 
