@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from streams.core.options import DOC_TYPES
 from streams.ingest.files import page_events
 from streams.ops.embedded import free_port
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages, sample_paths
@@ -40,7 +41,10 @@ class Stack:
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tmp = tmp_path_factory.mktemp("console")
-    settings = pipeline_settings(tmp, sink_assignment="manual", lancedb_path=tmp / "lance")
+    # section takes every document type here (an option, as a user would widen it), so the console shows
+    # two strategies side by side on every sample
+    every_type = {"doc_types": ",".join(DOC_TYPES)}
+    settings = pipeline_settings(tmp, sink_assignment="manual", lancedb_path=tmp / "lance", section=every_type)
     pipeline = LocalPipeline(settings, STRATEGIES, sinks=["mongo", "vectors"])
     pipeline.start()
     try:
