@@ -130,9 +130,11 @@ def test_a_killed_replica_and_a_killed_broker_lose_nothing_on_kafka(tmp_path: Pa
             result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, settle=3.0)
             collector.close()
             stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=300)
-            lance = LanceTarget(live.lance_dir)
             deadline = time.monotonic() + 300
-            while lance.count() < len(expected) and time.monotonic() < deadline:
+            while True:  # a LanceDB table read once stays at that version: open it afresh each time
+                lance = LanceTarget(live.lance_dir)
+                if lance.count() >= len(expected) or time.monotonic() > deadline:
+                    break
                 time.sleep(1)
             vectors = [row["chunk_id"] for row in lance.table.to_arrow().select(["chunk_id"]).to_pylist()]
             opened = audit_stores(live, ["mongo", "vectors"])
