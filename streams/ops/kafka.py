@@ -59,8 +59,13 @@ logger.started.level = INFO
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as `kafka-storage random-uuid`)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as `kafka-storage random-uuid`).
+    Never one that starts with "-", which the storage tool's parser takes for an option (1 in 64 ids failed
+    to format a node), so drawn again as Kafka's own `Uuid.randomUuid` does."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
 
 
 def kafka_jars() -> Path:
