@@ -128,34 +128,32 @@ def is_table(record: ChunkRecord) -> bool:
 
 def skipped_manifest(doc: AssembledDocument, chunker: Chunker, reason: str, timestamp_ms: int = 0) -> DocumentManifest:
     """The manifest of a document this strategy does not take: accounted for, with no chunk expected."""
-    return DocumentManifest(
-        doc_id=doc.doc_id,
-        amendment_number=doc.amendment_number,
-        strategy=chunker.name,
-        chunker_version=chunker.version,
-        document_name=doc.document_name,
-        chunk_ids=[],
-        checksums=[],
-        is_table=[],
-        chunk_count=0,
-        timestamp_ms=timestamp_ms,
-        outcome=NOT_APPLICABLE,
-        reason=reason,
-    )
+    version = (doc.doc_id, doc.amendment_number, chunker.name, chunker.version, doc.document_name)
+    return _manifest(version, [], timestamp_ms, outcome=NOT_APPLICABLE, reason=reason)
 
 
 def manifest_for(records: Sequence[ChunkRecord], timestamp_ms: int = 0) -> DocumentManifest:
     """What the stores must end up holding for this document version: the ledger's expectation."""
     first = records[0]
+    version = (first.doc_id, first.amendment_number, first.strategy, first.chunker_version, first.document_name)
+    return _manifest(version, records, timestamp_ms)
+
+
+def _manifest(
+    version: tuple[str, int, str, str, str], records: Sequence[ChunkRecord], timestamp_ms: int, **outcome: str
+) -> DocumentManifest:
+    """The one place a manifest is built: (doc, amendment, strategy, chunker version, name) and its records."""
+    doc_id, amendment_number, strategy, chunker_version, document_name = version
     return DocumentManifest(
-        doc_id=first.doc_id,
-        amendment_number=first.amendment_number,
-        strategy=first.strategy,
-        chunker_version=first.chunker_version,
-        document_name=first.document_name,
+        doc_id=doc_id,
+        amendment_number=amendment_number,
+        strategy=strategy,
+        chunker_version=chunker_version,
+        document_name=document_name,
         chunk_ids=[r.chunk_id for r in records],
         checksums=[r.checksum for r in records],
         is_table=[is_table(r) for r in records],
         chunk_count=len(records),
         timestamp_ms=timestamp_ms,
+        **outcome,
     )
