@@ -114,9 +114,9 @@ def chunk(
         if fmt == "seed":
             import importlib
 
-            from streams.core.chunkers import STRATEGIES
+            from streams.core.chunkers import strategy_module
 
-            module = importlib.import_module(STRATEGIES[strategy].split(":")[0])
+            module = importlib.import_module(strategy_module(strategy))
             seed_objects = getattr(module, "seed_objects", None)
             if seed_objects is None:
                 raise CliError(f"strategy {strategy!r} has no seed format")

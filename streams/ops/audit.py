@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
-from streams.core.chunkers import STRATEGIES
+from streams.core.chunkers import STRATEGIES, strategy_class
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
@@ -238,10 +238,7 @@ def lineage(settings: Settings, strategy: str) -> str:
         return settings.chunker_version
     from streams.strategies import options_for
 
-    module, name = STRATEGIES[strategy].split(":")
-    import importlib
-
-    version = str(getattr(importlib.import_module(module), name).version)
+    version = str(strategy_class(strategy).version)
     tag = options_for(settings, strategy).lineage_tag()
     return f"{version}+{tag}" if tag else version
 

@@ -163,7 +163,8 @@ _RUNS = st.lists(
 @given(st.lists(st.one_of(_RUNS, _RUNS.map(lambda s: s.capitalize() + ".")), min_size=2, max_size=14))
 def test_embedding_strategies_keep_hard_limits_and_minimums_on_arbitrary_text(parts: list[str]) -> None:
     """Small limits make run-on sentences (hard-split by tokens) and short groups common."""
-    from streams.core.chunkers.semantic import ClusterChunker, SemanticChunker
+    from streams.core.chunkers.cluster import ClusterChunker
+    from streams.core.chunkers.semantic import SemanticChunker
     from streams.core.conformance import Limits
     from streams.embedstore import get_embedder
     from streams.strategies import SENTENCE_UNITS

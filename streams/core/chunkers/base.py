@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from streams.core.events import AssembledDocument
-from streams.core.options import FRAGMENT_TOKENS, StrategyOptions, make_options
+from streams.core.options import FRAGMENT_TOKENS, OPTIONS, StrategyOptions, make_options
 from streams.core.tokenizers import Tokenizer
 
-__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError"]
+__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError", "registered"]
 
 
 class ChunkingError(ValueError):
@@ -48,6 +48,9 @@ class ChunkDraft:
 class Chunker(ABC):
     """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata.
 
+    A subclass that sets `name` registers itself as that strategy (`registered`), so a strategy is declared
+    where its class is; its module is `streams.core.chunkers.<name>`, imported only when asked for.
+
     `lineage` is '' for the seed's default options and a fingerprint of the changed ones otherwise
     (`take_options` sets it from the options, and appends it to `version`): it is part of every chunk id,
     so output made with other options is another lineage, never mistaken for this one.
@@ -58,6 +61,18 @@ class Chunker(ABC):
     metadata_record: ClassVar[str]
     lineage: str = ""
     options: Any = None  # the StrategyOptions it was built with (`take_options`)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("name")
+        if name is None:  # a shared base (the sentence-embedding strategies'), not a strategy
+            return
+        if name not in OPTIONS:
+            raise TypeError(f"{cls.__qualname__}: strategy {name!r} declares no options in streams.core.options")
+        taken = _REGISTERED.get(name)
+        if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
+            raise TypeError(f"{cls.__qualname__}: strategy {name!r} is already {taken.__module__}.{taken.__qualname__}")
+        _REGISTERED[name] = cls
 
     def take_options(self, options: Mapping[str, Any]) -> StrategyOptions:
         """Validate this strategy's options against their one declaration (streams.core.options: defaults,
@@ -78,3 +93,12 @@ class Chunker(ABC):
     @abstractmethod
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         """Return drafts in reading order. Must be deterministic: no clock, no randomness, no I/O."""
+
+
+#: Strategy name -> its class, filled as strategy modules are imported (`Chunker.__init_subclass__`).
+_REGISTERED: dict[str, type[Chunker]] = {}
+
+
+def registered(name: str) -> type[Chunker] | None:
+    """The class registered as `name`, if its module has been imported."""
+    return _REGISTERED.get(name)

@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from streams.core.chunkers.semantic import ROUND, optimal_groups
+from streams.core.chunkers.cluster import optimal_groups
+from streams.core.chunkers.semantic import ROUND
 
 
 def brute_force(vectors: np.ndarray, tokens: list[int], max_tokens: int) -> float:

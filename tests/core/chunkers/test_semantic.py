@@ -17,13 +17,12 @@ import numpy as np
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.base import ChunkingError
+from streams.core.chunkers.cluster import ClusterChunker, merge_alike
 from streams.core.chunkers.semantic import (
     BREAKPOINT_DEFAULTS,
-    ClusterChunker,
     SemanticChunker,
     _Group,
     _RangeCounter,
-    merge_alike,
 )
 from streams.core.document import assemble
 from streams.core.embedding import Embedder
