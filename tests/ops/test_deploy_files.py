@@ -1,9 +1,11 @@
 """Deployment files: Dockerfile, docker-compose.yml, deploy/ (Kubernetes, topics, Prometheus, Grafana).
 
 Nothing here needs Docker or a cluster: the files are parsed and checked against the code they deploy
-(settings, topic specs, consumer groups, metric names). Optional tools make some checks stronger when
-present and are skipped otherwise: a compose-spec JSON schema, `docker compose`/`docker-compose` and
-`promtool`.
+(settings, topic specs, consumer groups, metric names). Two real tools check them too, brought by the tests
+themselves through tests/debian.py: Debian's docker-compose (`config -q` validates the compose file without a
+Docker engine; the package also brings the compose-spec JSON schema) and promtool from Debian's prometheus
+(`check rules`, and `promtool test rules` with tests/ops/promtool/alerts_test.yml). Under CI they must run:
+a tool that cannot be had fails the test there instead of skipping it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from streams.core.chunkers import STRATEGIES
 from streams.ops.topics import topic_specs
 from streams.runtime.lag import known_groups
 from streams.settings import Settings
+from tests.debian import require
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = REPO / "docker-compose.yml"
@@ -346,7 +349,28 @@ def _compose_schema() -> Path | None:
     return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
 
 
-def test_compose_matches_the_compose_spec_schema() -> None:
+@pytest.fixture(scope="module")
+def compose_command() -> list[str]:
+    """`docker compose` (v2) when it works here, else Debian's docker-compose (v1), installed when missing."""
+    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    return [require("docker-compose", "docker-compose")]
+
+
+def compose_config(command: list[str], path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`config -q` on a compose file, resolved against the repository, with none of this shell's settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STREAMS_", "DOCKER_", "COMPOSE_"))}
+    return subprocess.run(
+        [*command, *extra, "--project-directory", str(REPO), "-f", str(path), "config", "-q"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_compose_matches_the_compose_spec_schema(compose_command: list[str]) -> None:
     schema_path = _compose_schema()
     if schema_path is None:
         pytest.skip("no compose-spec JSON schema on this machine (set COMPOSE_SPEC_SCHEMA to one)")
@@ -368,19 +392,38 @@ def test_compose_matches_the_compose_spec_schema() -> None:
         assert not errors, "; ".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5])
 
 
-def test_compose_config_command_accepts_the_file() -> None:
-    if shutil.which("docker") and subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
-        command = ["docker", "compose"]
-    elif shutil.which("docker-compose"):
-        command = ["docker-compose"]
-    else:
-        pytest.skip("neither `docker compose` nor `docker-compose` is installed")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMS_")}
+def test_compose_config_command_accepts_the_file(compose_command: list[str]) -> None:
     for extra in ([], ["--env-file", str(ENV_EXAMPLE)]):
-        done = subprocess.run(
-            [*command, *extra, "-f", str(COMPOSE_FILE), "config", "-q"], cwd=REPO, env=env, capture_output=True
-        )
-        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        done = compose_config(compose_command, COMPOSE_FILE, *extra)
+        assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        pytest.param(('"127.0.0.1:', '"127.0.0.1:not-a-port:'), id="bad-port"),
+        pytest.param(
+            ("    restart: unless-stopped\n", "    restart: unless-stopped\n    imagee: typo\n"), id="unknown-key"
+        ),
+        pytest.param(
+            ("    depends_on:\n", "    depends_on:\n      no-such-service:\n        condition: service_started\n"),
+            id="unknown-dependency",
+        ),
+        pytest.param(("services:\n", "services:\n  broken:\n    image: [not, a, string]\n"), id="wrong-type"),
+    ],
+)
+def test_compose_config_command_refuses_a_broken_copy(
+    compose_command: list[str], tmp_path: Path, breakage: tuple[str, str]
+) -> None:
+    """The same command on a copy with one mistake fails: the check above can fail."""
+    old, new = breakage
+    text = COMPOSE_FILE.read_text(encoding="utf-8")
+    assert old in text, f"the compose file no longer holds {old!r}: choose another mistake"
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text(text.replace(old, new, 1), encoding="utf-8")
+    done = compose_config(compose_command, broken)
+    assert done.returncode != 0, f"{compose_command} config accepted a broken file: {new!r}"
+    assert done.stderr.strip(), "a refusal says why"
 
 
 # ------------------------------------------------------------------------------ Prometheus, Grafana
@@ -432,91 +475,83 @@ def test_alert_rules_use_only_the_exported_metrics() -> None:
         assert alert["annotations"]["summary"]
 
 
-PROMTOOL_TESTS = """
-rule_files: [{rules}]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-      # Two replicas of one group report the same lag: it counts once.
-      - series: >-
-          streams_consumer_lag{{group="streams-chunker-window",topic="documents.assembled",partition="0",instance="a"}}
-        values: '0+10x40'
-      - series: >-
-          streams_consumer_lag{{group="streams-chunker-window",topic="documents.assembled",partition="0",instance="b"}}
-        values: '0+10x40'
-      - series: 'streams_records_in_total{{role="chunker-window",topic="documents.assembled",instance="a"}}'
-        values: '0+1x40'
-      # Lag that stands still while nothing is consumed: stalled, not growing.
-      - series: 'streams_consumer_lag{{group="streams-sink-mongo",topic="chunks.created",partition="1",instance="c"}}'
-        values: '7x40'
-      - series: 'streams_records_in_total{{role="sink-mongo",topic="chunks.created",instance="c"}}'
-        values: '3x40'
-      - series: 'streams_dead_letters_total{{stage="assembly",reason="timeout",instance="d"}}'
-        values: '0 0 1 2 3 4 5 6 7 8 9 10'
-      - series: 'up{{job="streams",service="assembler",instance="e"}}'
-        values: '0x40'
-      - series: 'up{{job="streams",service="chunker-letter",instance="f"}}'
-        values: '1x10'
-      # The audit CronJob pushes its gaps every 15 minutes; the Pushgateway keeps the last value.
-      - series: 'streams_audit_gaps{{kind="vectors_missing",job="streams-audit",instance="g"}}'
-        values: '0x5 3x40'
-      - series: 'streams_audit_gaps{{kind="dead_lettered",job="streams-audit",instance="g"}}'
-        values: '2x40'
-      - series: 'streams_audit_gaps{{kind="orphan",job="streams-audit",instance="g"}}'
-        values: '0x40'
-    promql_expr_test:
-      - expr: streams:consumer_lag:group{{group="streams-chunker-window"}}
-        eval_time: 5m
-        exp_samples:
-          - labels: 'streams:consumer_lag:group{{group="streams-chunker-window",topic="documents.assembled"}}'
-            value: 50
-    alert_rule_test:
-      - eval_time: 30m
-        alertname: StreamsConsumerLagGrowing
-        exp_alerts:
-          - exp_labels: {{severity: warning, group: streams-chunker-window, topic: documents.assembled}}
-      - eval_time: 30m
-        alertname: StreamsConsumerStalled
-        exp_alerts:
-          - exp_labels: {{severity: critical, group: streams-sink-mongo, topic: chunks.created}}
-      - eval_time: 10m
-        alertname: StreamsDeadLetters
-        exp_alerts:
-          - exp_labels: {{severity: warning, stage: assembly, reason: timeout}}
-      - eval_time: 10m
-        alertname: StreamsWorkerDown
-        exp_alerts:
-          - exp_labels: {{severity: critical, job: streams, service: assembler, instance: e}}
-      - eval_time: 23m
-        alertname: StreamsWorkerGone
-        exp_alerts:
-          - exp_labels: {{severity: critical, service: chunker-letter}}
-      # Gaps since 6m: pending until 15 minutes have passed, then firing; dead letters alone never fire.
-      - eval_time: 20m
-        alertname: StreamsLedgerGaps
-        exp_alerts: []
-      - eval_time: 21m
-        alertname: StreamsLedgerGaps
-        exp_alerts:
-          - exp_labels: {{severity: warning, kind: vectors_missing}}
-"""
+ALERTS_FILE = DEPLOY / "prometheus" / "alerts.yml"
+PROMTOOL_TESTS = Path(__file__).parent / "promtool" / "alerts_test.yml"
 
 
-def test_alert_rules_fire_as_intended_with_promtool(tmp_path: Path) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed")
-    # promtool compares annotations too; the scenarios are about when rules fire, so they are left out.
-    rules = load_one(DEPLOY / "prometheus" / "alerts.yml")
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    """promtool from Debian's prometheus package, unpacked once per machine (the package itself would start
+    a Prometheus server)."""
+    return require("promtool", "prometheus", unpack=True)
+
+
+def promtool_run(promtool: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([promtool, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_alert_rules_pass_promtool_check(promtool: str, tmp_path: Path) -> None:
+    done = promtool_run(promtool, "check", "rules", ALERTS_FILE, cwd=REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(alert_rules())} rules found" in done.stdout
+    # promtool parses every expression and template: a broken copy of each kind is refused.
+    text = ALERTS_FILE.read_text(encoding="utf-8")
+    for old, new in (
+        ("> 0\n        for: 1m", "> > 0\n        for: 1m"),  # PromQL syntax
+        ("{{ $labels.stage }}", "{{ $labels.stage }"),  # an annotation's template
+        ("for: 10m", "for: ten minutes"),  # a duration
+    ):
+        assert old in text, f"alerts.yml no longer holds {old!r}: choose another mistake"
+        broken = tmp_path / "alerts.yml"
+        broken.write_text(text.replace(old, new, 1), encoding="utf-8")
+        done = promtool_run(promtool, "check", "rules", broken, cwd=tmp_path)
+        assert done.returncode != 0, f"promtool accepted {new!r}"
+
+
+def rules_without_annotations(into: Path, rules: dict[str, Any] | None = None) -> None:
+    """The rule file as deployed, minus annotations (promtool would compare their wording), as `alerts.yml`
+    beside a copy of the unit tests, whose `rule_files` names it."""
+    rules = rules or load_one(ALERTS_FILE)
     for group in rules["groups"]:
         for rule in group["rules"]:
             rule.pop("annotations", None)
-    (tmp_path / "alerts.yml").write_text(yaml.safe_dump(rules))
-    tests = tmp_path / "alerts_test.yml"
-    tests.write_text(PROMTOOL_TESTS.format(rules=json.dumps(str(tmp_path / "alerts.yml"))))
-    done = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True)
+    (into / "alerts.yml").write_text(yaml.safe_dump(rules), encoding="utf-8")
+    (into / PROMTOOL_TESTS.name).write_text(PROMTOOL_TESTS.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def test_alert_rules_fire_as_intended_with_promtool(promtool: str, tmp_path: Path) -> None:
+    scenarios = load_one(PROMTOOL_TESTS)
+    assert scenarios["rule_files"] == ["alerts.yml"]
+    tested = {case["alertname"] for group in scenarios["tests"] for case in group.get("alert_rule_test", [])}
+    alerts = {rule["alert"] for rule in alert_rules() if "alert" in rule}
+    assert tested == alerts, f"alerts without a scenario: {sorted(alerts - tested)}"
+    for alert in alerts:  # each alert is shown firing and, somewhere, silent
+        cases = [c for g in scenarios["tests"] for c in g.get("alert_rule_test", []) if c["alertname"] == alert]
+        assert any(c["exp_alerts"] for c in cases) and any(not c["exp_alerts"] for c in cases), alert
+    rules_without_annotations(tmp_path)
+    done = promtool_run(promtool, "test", "rules", PROMTOOL_TESTS.name, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("alert", "field", "value"),
+    [
+        ("StreamsConsumerLagGrowing", "for", "30m"),
+        ("StreamsLedgerGaps", "expr", "max by (kind) (streams_audit_gaps) > 0"),
+        ("StreamsRoleCrashLooping", "expr", "increase(streams_role_restarts_total[10m]) > 5"),
+    ],
+)
+def test_promtool_scenarios_catch_a_changed_rule(
+    promtool: str, tmp_path: Path, alert: str, field: str, value: str
+) -> None:
+    """The scenarios are not vacuous: a rule loosened or tightened makes `promtool test rules` fail."""
+    rules = load_one(ALERTS_FILE)
+    (rule,) = [r for g in rules["groups"] for r in g["rules"] if r.get("alert") == alert]
+    assert rule[field] != value
+    rule[field] = value
+    rules_without_annotations(tmp_path, rules)
+    done = promtool_run(promtool, "test", "rules", PROMTOOL_TESTS.name, cwd=tmp_path)
+    assert done.returncode != 0 and alert in done.stdout + done.stderr, done.stdout + done.stderr
 
 
 def dashboard_panels() -> list[dict[str, Any]]:
