@@ -343,7 +343,7 @@ class _Run:
             piece = body[lo:hi].rstrip()
             if piece.strip():
                 parts.append([Block("para", b.first, b.last, b.start + lo, b.start + lo + len(piece),
-                                    lines=piece.split("\n"))])  # fmt: skip
+                                    lines=tuple(piece.split("\n")))])  # fmt: skip
         if not parts:
             return [unit]
         parts[0] = [*unit[:at], *parts[0]]
@@ -364,8 +364,8 @@ class _Run:
         if best is None:
             return [b]
         left_end = b.start + len(body[:best].rstrip())
-        left = Block("para", b.first, b.last, b.start, left_end, lines=body[:best].rstrip().split("\n"))
-        right = Block("para", b.first, b.last, b.start + best, b.end, lines=body[best:].split("\n"))
+        left = Block("para", b.first, b.last, b.start, left_end, lines=tuple(body[:best].rstrip().split("\n")))
+        right = Block("para", b.first, b.last, b.start + best, b.end, lines=tuple(body[best:].split("\n")))
         return [*self._sentence_parts(left), *self._sentence_parts(right)]
 
     def _split(self, section: Section) -> list[Piece]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streams.core.events import PageSpan
 from streams.core.text import ALIGNED_GAP, MD_HEADING, MONTH_NAMES, running_key
@@ -64,9 +64,11 @@ class Line:
         return len(self.raw) - len(self.raw.lstrip())
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Block:
-    """A unit the chunker packs: paragraph, table, header, separator, signature or page-break marker."""
+    """A unit the chunker packs: paragraph, table, header, separator, signature or page-break marker.
+
+    Frozen: every stage of the chunker reads the same blocks, so none may change one under another."""
 
     kind: str
     first: int
@@ -75,7 +77,7 @@ class Block:
     end: int
     title: str = ""
     page_break_before: bool = False
-    lines: list[str] = field(default_factory=list)
+    lines: tuple[str, ...] = ()
 
 
 def split_lines(text: str) -> list[Line]:
@@ -467,7 +469,7 @@ def _block(kind: str, lns: Sequence[Line], page_break: bool, title: str = "") ->
         end=end,
         title=title,
         page_break_before=page_break,
-        lines=[x.raw for x in lns],
+        lines=tuple(x.raw for x in lns),
     )
 
 
