@@ -9,19 +9,19 @@ look a text up here before they embed it, and save what they embed.
 Both keep the first vector written for a key (insert-or-ignore), so every reader of a key gets the same
 vector whoever computed it.
 
-Also the process's one embedder per (model, backend): the core's `Embedder` is built here from settings
-(model, backend, threads, long-text handling), so the core itself reads no environment.
+Also the embedders: `embedder_for(settings)` is the one place settings become an embedder (model, backend,
+threads, long-text handling, store), and its callers hand it on to chunkers, the vector sink, search and
+the audit. Embedders are kept in a cache keyed by exactly those inputs, so equal inputs share one model and
+one LRU, and different ones never touch each other. The core itself reads no environment.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,42 +29,6 @@ import numpy as np
 
 from streams.core.embedding import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
 from streams.settings import Settings
-
-
-@dataclass(frozen=True)
-class EmbedderDefaults:
-    """How `get_embedder` builds in this process; set once from settings at start-up (`configure`)."""
-
-    backend: Backend = field(default_factory=Backend)
-    threads: int = 0
-    long_texts: str = "mean"
-
-
-_defaults = EmbedderDefaults()
-
-
-def configure(backend: Backend | None = None, threads: int | None = None, long_texts: str | None = None) -> None:
-    """Set this process's embedder defaults (the parts given)."""
-    global _defaults
-    changes = {"backend": backend, "threads": threads, "long_texts": long_texts}
-    _defaults = replace(_defaults, **{k: v for k, v in changes.items() if v is not None})
-
-
-def get_embedder(
-    model_path: str | None = None, backend: Backend | None = None, long_texts: str | None = None
-) -> Embedder:
-    """One embedder (model and caches) per model, backend, threads and long-text handling per process."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the weights are on disk: never ask the network
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    resolved = str(Path(model_path or default_model_path()).resolve())
-    wanted = replace(_defaults, backend=backend or _defaults.backend, long_texts=long_texts or _defaults.long_texts)
-    return _embedder_for(resolved, wanted)
-
-
-@functools.cache
-def _embedder_for(resolved_path: str, defaults: EmbedderDefaults) -> Embedder:
-    return Embedder(resolved_path, backend=defaults.backend, threads=defaults.threads, long_texts=defaults.long_texts)
-
 
 _BATCH = 500
 
@@ -208,36 +172,132 @@ class MongoEmbeddingStore:
         self.client.close()
 
 
-def open_store(settings: Settings) -> EmbeddingStore | None:
-    """The store `settings.embed_cache` names ("sqlite", "mongo" or "none")."""
-    kind = settings.embed_cache
-    if kind == "none":
-        return None
-    if kind == "sqlite":
-        return SqliteEmbeddingStore(settings.embed_cache_file, settings.embed_cache_max_rows)
-    if kind == "mongo":
-        return MongoEmbeddingStore(settings.mongo_url, settings.mongo_database, ttl_days=settings.embed_cache_ttl_days)
-    raise ValueError(f"unknown embedding cache {kind!r}: use sqlite, mongo or none")
+@dataclass(frozen=True)
+class StoreSpec:
+    """The shared store an embedder saves to, as the settings name it: part of the embedder's cache key,
+    so two settings with different stores never share (or overwrite) each other's."""
+
+    kind: str  # "sqlite" or "mongo"
+    path: Path | None = None
+    max_rows: int = 500_000
+    url: str = field(default="", repr=False)  # may carry credentials
+    database: str = ""
+    ttl_days: int = 30
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> StoreSpec | None:
+        """The store `settings.embed_cache` names ("sqlite", "mongo"), or None for "none"."""
+        kind = settings.embed_cache
+        if kind == "none":
+            return None
+        if kind == "sqlite":
+            return cls("sqlite", path=settings.embed_cache_file.absolute(), max_rows=settings.embed_cache_max_rows)
+        if kind == "mongo":
+            return cls(
+                "mongo",
+                url=settings.mongo_url,
+                database=settings.mongo_database,
+                ttl_days=settings.embed_cache_ttl_days,
+            )
+        raise ValueError(f"unknown embedding cache {kind!r}: use sqlite, mongo or none")
+
+    def open(self) -> EmbeddingStore:
+        if self.kind == "sqlite" and self.path is not None:
+            return SqliteEmbeddingStore(self.path, self.max_rows)
+        if self.kind == "mongo":
+            return MongoEmbeddingStore(self.url, self.database, ttl_days=self.ttl_days)
+        raise ValueError(f"unknown embedding cache {self.kind!r}: use sqlite, mongo or none")
 
 
-def embedder_for(settings: Settings, long_texts: str | None = None) -> Embedder:
-    """This process's embedder as the settings ask: backend, model, and the shared store attached.
+@dataclass(frozen=True)
+class _Inputs:
+    """Everything an embedder is built from: the key of the cache below."""
+
+    model_path: str
+    backend: Backend
+    threads: int
+    long_texts: str
+    descending: bool
+    store: StoreSpec | None
+
+
+_embedders: dict[_Inputs, Embedder] = {}  # the cache keyed by its inputs; nothing else is kept here
+_building = threading.Lock()
+
+
+def get_embedder(
+    model_path: str | None = None,
+    backend: Backend | None = None,
+    long_texts: str = "mean",
+    *,
+    threads: int = 0,
+    descending: bool = False,
+    store: StoreSpec | None = None,
+) -> Embedder:
+    """The embedder for exactly these inputs, built on first use and then reused: loading a model costs
+    seconds and memory, so equal inputs share one. Every input is an argument (defaults: the packaged
+    model on ONNX Runtime, the runtime's threads, no shared store); nothing is read from anywhere else.
+    `descending` is the order missing texts are embedded in (`Embedder`); a store is opened once per key."""
+    inputs = _Inputs(
+        str(Path(model_path or default_model_path()).resolve()),
+        backend or Backend(),
+        threads,
+        long_texts,
+        descending,
+        store,
+    )
+    with _building:
+        embedder = _embedders.get(inputs)
+        first = embedder is None and not _embedders
+        if embedder is None:
+            embedder = Embedder(
+                inputs.model_path,
+                backend=inputs.backend,
+                threads=threads,
+                long_texts=long_texts,
+                descending=descending,
+                store=store.open() if store is not None else None,
+            )
+            _embedders[inputs] = embedder
+    if first:  # one collector per process, over every embedder it builds (registering reads it: unlocked)
+        from prometheus_client import REGISTRY
+
+        from streams.runtime.metrics import EmbeddingCacheCollector
+
+        REGISTRY.register(EmbeddingCacheCollector(cache_stats))
+    return embedder
+
+
+def embedder_for(
+    settings: Settings, long_texts: str | None = None, *, descending: bool = False, shared: bool = True
+) -> Embedder:
+    """The embedder the settings ask for: model, backend, threads, long-text handling and shared store.
 
     `long_texts` overrides `settings.embed_long_chunks`: `semantic` and `cluster` embed their sentence
     units as the model reads them ("truncate"), so the setting never moves a chunk boundary; whole
-    chunks (the vector sink, search) are embedded as the setting says."""
-    configure(Backend(settings.embed_backend, settings.onnx_dir), settings.embed_threads, settings.embed_long_chunks)
-    embedder = get_embedder(settings.embed_model, long_texts=long_texts)
-    if all(e is not embedder for e in _set_up):
-        embedder.attach(open_store(settings))
-        if not _set_up:  # one collector per process, over every embedder it built
-            from prometheus_client import REGISTRY
+    chunks (the vector sink, search) are embedded as the setting says. `descending`: see `Embedder`.
+    `shared=False` leaves the store out (a benchmark must embed what it measures)."""
+    return get_embedder(
+        settings.embed_model,
+        Backend(settings.embed_backend, settings.onnx_dir),
+        long_texts or settings.embed_long_chunks,
+        threads=settings.embed_threads or 0,
+        descending=descending,
+        store=StoreSpec.from_settings(settings) if shared else None,
+    )
 
-            from streams.runtime.metrics import EmbeddingCacheCollector
 
-            REGISTRY.register(EmbeddingCacheCollector(lambda: _total_stats(_set_up)))
-        _set_up.append(embedder)
-    return embedder
+def cache_stats() -> CacheStats:
+    """Where the vectors of every embedder this process built came from (for the metrics endpoint)."""
+    with _building:
+        embedders = list(_embedders.values())
+    return _total_stats(embedders)
+
+
+def open_store(settings: Settings) -> EmbeddingStore | None:
+    """The store `settings.embed_cache` names ("sqlite", "mongo" or "none"), opened."""
+    spec = StoreSpec.from_settings(settings)
+    return spec.open() if spec is not None else None
 
 
 def _total_stats(embedders: Sequence[Embedder]) -> CacheStats:
@@ -246,6 +306,3 @@ def _total_stats(embedders: Sequence[Embedder]) -> CacheStats:
         for name in ("hits", "shared_hits", "misses", "long"):
             setattr(total, name, getattr(total, name) + getattr(embedder.stats, name))
     return total
-
-
-_set_up: list[Embedder] = []

@@ -1,5 +1,6 @@
 """The shared embedding store: same vectors as without it, bounded, safe with concurrent writers, and
-two workers embedding one document at once share the work. SQLite here, MongoDB on SecantusDB."""
+two workers embedding one document at once share the work. SQLite here, MongoDB on SecantusDB. And the
+embedders built from settings: one per distinct set of inputs, none changed by another."""
 
 from __future__ import annotations
 
@@ -157,3 +158,52 @@ def test_mongo_store_round_trips_and_keeps_the_first_vector(mongo_store: MongoEm
     again = HashEmbedder(mongo_store)
     again.encode(SENTENCES)
     assert again.encoded == [] and again.stats.shared_hits == len(SENTENCES)
+
+
+def _settings(data_dir: Path, **fields: object):
+    from streams.settings import Settings
+
+    embedding = {"embed_model": None, "embed_backend": "onnx", "embed_cache": "sqlite", "embed_cache_path": None}
+    return Settings(data_dir=data_dir, **{**embedding, **fields})
+
+
+def test_embedders_of_different_settings_in_one_process_do_not_touch_each_other(tmp_path: Path) -> None:
+    """Each is built from its own settings: building or using one changes nothing of another's (threads,
+    long texts, batch order, store, caches), and the same inputs give back the very same embedder."""
+    from streams.embedstore import cache_stats, embedder_for
+
+    worker = embedder_for(_settings(tmp_path / "a", embed_threads=1, embed_long_chunks="mean"))
+    other = embedder_for(_settings(tmp_path / "b", embed_threads=2, embed_long_chunks="truncate"))
+    cluster = embedder_for(_settings(tmp_path / "a", embed_threads=1), long_texts="truncate", descending=True)
+    sentences = embedder_for(_settings(tmp_path / "a", embed_threads=1), long_texts="truncate")
+    assert len({id(worker), id(other), id(cluster), id(sentences)}) == 4
+    assert (worker.threads, worker.long_texts, worker.descending) == (1, "mean", False)
+    assert (other.threads, other.long_texts, other.descending) == (2, "truncate", False)
+    assert (cluster.descending, sentences.descending) == (True, False)  # the order is each caller's own
+    assert worker.store is not None and other.store is not None
+    assert worker.store.path == (tmp_path / "a" / "embeddings.sqlite").absolute()  # type: ignore[attr-defined]
+    assert other.store.path == (tmp_path / "b" / "embeddings.sqlite").absolute()  # type: ignore[attr-defined]
+    assert cluster.store is not sentences.store and cluster.store.path == worker.store.path  # type: ignore[union-attr]
+
+    before = cache_stats().misses
+    worker.encode(SENTENCES[:2])
+    assert worker.stats.misses == 2 and other.stats.misses == 0 and other._model is None
+    assert cache_stats().misses == before + 2  # the metrics see every embedder, with no list of their own
+    assert worker.store.count() == 2 and other.store.count() == 0  # type: ignore[attr-defined]
+
+    # Equal inputs, from settings built again: the cached embedder, its model and caches with it.
+    assert embedder_for(_settings(tmp_path / "a", embed_threads=1, embed_long_chunks="mean")) is worker
+    assert embedder_for(_settings(tmp_path / "b", embed_threads=2), long_texts="truncate") is other
+    assert embedder_for(_settings(tmp_path / "a", embed_threads=1), "truncate", descending=True) is cluster
+    bench = embedder_for(_settings(tmp_path / "a", embed_threads=1, embed_long_chunks="mean"), shared=False)
+    assert bench is not worker and bench.store is None  # a measurement embeds what it measures
+
+
+def test_an_embedder_without_settings_is_keyed_by_its_arguments_alone() -> None:
+    from streams.embedstore import get_embedder
+
+    default = get_embedder(long_texts="truncate")
+    assert get_embedder(None, Backend(), "truncate", threads=0) is default
+    assert get_embedder(default.model_path, long_texts="truncate") is default  # the path is resolved first
+    assert get_embedder(long_texts="truncate", threads=3) is not default and default.threads == 0
+    assert default.store is None and default.backend == Backend()

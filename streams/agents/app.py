@@ -255,10 +255,10 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     if strategy in EMBEDDING_STRATEGIES:
         from streams.embedstore import embedder_for
 
-        embedder = embedder_for(settings, long_texts=SENTENCE_UNITS)
         # semantic and cluster read every document at the same moment: through the shared store they
-        # embed its sentences from opposite ends and meet in the middle.
-        embedder.descending = strategy == "cluster"
+        # embed its sentences from opposite ends and meet in the middle. The order is this worker's own
+        # embedder's, chosen here, never set on an embedder something else shares.
+        embedder = embedder_for(settings, long_texts=SENTENCE_UNITS, descending=strategy == "cluster")
     chunker = build_chunker(strategy, settings, embedder=embedder)
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker

@@ -8,7 +8,11 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streams.core.embedding import Embedder
+    from streams.settings import Settings
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 # (description, completed, total): lets the CLI draw a progress bar without the benchmarks knowing rich.
@@ -48,20 +52,38 @@ def single_core() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] | None = None) -> Any:
-    """A strategy as the settings configure it (`STREAMS_<STRATEGY>__<OPTION>`, `--config`), with this
-    process's embedder but no shared embedding store: a measurement must embed what it measures."""
-    from streams.core.chunkers import EMBEDDING_STRATEGIES
+def bench_settings() -> Settings:
+    """The settings in-process measurements run with: embedding on one thread unless
+    `STREAMS_EMBED_THREADS` says otherwise, so every candidate runs on one core."""
     from streams.settings import load_settings
-    from streams.strategies import build_chunker
 
     settings = load_settings()
-    if name in EMBEDDING_STRATEGIES and embedder is None:
-        from streams.embedstore import get_embedder
-        from streams.strategies import SENTENCE_UNITS
+    if settings.embed_threads is None:
+        settings = settings.model_copy(update={"embed_threads": 1})
+    return settings
 
-        embedder = get_embedder(settings.embed_model, long_texts=SENTENCE_UNITS)
-    return build_chunker(name, settings, overrides, embedder=embedder)
+
+def bench_embedder(long_texts: str | None = None, backend: str | None = None) -> Embedder:
+    """The embedder a measurement uses, from `bench_settings` (model, backend, threads, long-text handling)
+    with `backend` and `long_texts` overriding them, and no shared store: a measurement must embed what
+    it measures. Equal arguments give the same embedder, so one measurement can clear another's cache."""
+    from streams.embedstore import embedder_for
+
+    settings = bench_settings()
+    if backend is not None:
+        settings = settings.model_copy(update={"embed_backend": backend})
+    return embedder_for(settings, long_texts, shared=False)
+
+
+def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] | None = None) -> Any:
+    """A strategy as the settings configure it (`STREAMS_<STRATEGY>__<OPTION>`, `--config`), with the
+    bench's embedder (`bench_embedder`) unless one is given."""
+    from streams.core.chunkers import EMBEDDING_STRATEGIES
+    from streams.strategies import SENTENCE_UNITS, build_chunker
+
+    if name in EMBEDDING_STRATEGIES and embedder is None:
+        embedder = bench_embedder(SENTENCE_UNITS)
+    return build_chunker(name, bench_settings(), overrides, embedder=embedder)
 
 
 def baseline_libraries_missing() -> list[str]:
@@ -77,4 +99,4 @@ def baseline_libraries_missing() -> list[str]:
     return [pkg for module, pkg in wanted.items() if importlib.util.find_spec(module) is None]
 
 
-__all__ = ["BenchError", "Progress", "baseline_libraries_missing", "single_core"]
+__all__ = ["BenchError", "Progress", "baseline_libraries_missing", "bench_chunker", "bench_embedder", "single_core"]

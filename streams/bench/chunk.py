@@ -250,10 +250,9 @@ def langchain_embeddings(embedder: Any) -> Any:
 def _stock_embedder() -> Any:
     """The baselines embed as their users would: sentence-transformers on torch, whatever backend the
     strategies are measured with."""
-    from streams.core.embedding import Backend
-    from streams.embedstore import get_embedder
+    from streams.bench import bench_embedder
 
-    return get_embedder(backend=Backend("torch"), long_texts="truncate")
+    return bench_embedder("truncate", backend="torch")
 
 
 def _langchain_semantic() -> Runner:
@@ -329,11 +328,10 @@ def _measure_embedding(
 ) -> tuple[dict[str, Measurement], dict[str, float]]:
     """Each strategy cold (cache cleared), `semantic` then `cluster` sharing the cache, and the time
     to embed every sentence once: the last two give `semantic_cluster_ratio`."""
-    from streams.bench import bench_chunker
-    from streams.embedstore import get_embedder
+    from streams.bench import bench_chunker, bench_embedder
     from streams.strategies import SENTENCE_UNITS
 
-    embedder = get_embedder(long_texts=SENTENCE_UNITS)
+    embedder = bench_embedder(SENTENCE_UNITS)  # the one bench_chunker gives both strategies
     embedder.encode(["warm up the model"])  # load weights outside any timing
     measurements = {name: Measurement(name, "strategy") for name in names}
     for name in names:
@@ -565,11 +563,11 @@ def _run(
 
 
 def _clear_embedder_cache() -> None:
-    from streams.embedstore import get_embedder
+    from streams.bench import bench_embedder
     from streams.strategies import SENTENCE_UNITS
 
-    get_embedder().clear_cache()
-    get_embedder(long_texts=SENTENCE_UNITS).clear_cache()
+    bench_embedder().clear_cache()
+    bench_embedder(SENTENCE_UNITS).clear_cache()
     _stock_embedder().clear_cache()
 
 

@@ -27,19 +27,6 @@ SHARED_CORPORA = Path("shared") / "corpora"
 QUALITY_CORPUS = SHARED_CORPORA / "chunking_eval"
 
 
-@bench_app.callback()
-def _embedding_backend() -> None:
-    """In-process measurements embed as the settings say (`STREAMS_EMBED_BACKEND`, `STREAMS_EMBED_LONG_CHUNKS`),
-    on one thread unless `STREAMS_EMBED_THREADS` says otherwise: every candidate runs on one core."""
-    from streams.core.embedding import Backend
-    from streams.embedstore import configure
-    from streams.settings import load_settings
-
-    settings = load_settings()
-    threads = 1 if settings.embed_threads is None else settings.embed_threads
-    configure(Backend(settings.embed_backend, settings.onnx_dir), threads, settings.embed_long_chunks)
-
-
 CorpusOpt = Annotated[Path | None, typer.Option("--corpus", help="Folder of documents (default: see the command).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON object on stdout.")]
 

@@ -378,10 +378,10 @@ def chonkie_embeddings(embedder: Any) -> Any:
 def chonkie_semantic_chunks(eval_set: EvalSet, threshold: float, chunk_size: int) -> list[Chunk]:
     from chonkie import SemanticChunker
 
-    from streams.embedstore import get_embedder
+    from streams.bench import bench_embedder
 
     chunker = SemanticChunker(
-        embedding_model=chonkie_embeddings(get_embedder(long_texts="truncate")),
+        embedding_model=chonkie_embeddings(bench_embedder("truncate")),
         threshold=threshold,
         chunk_size=chunk_size,
     )
@@ -406,10 +406,10 @@ def chroma_cluster_chunks(eval_set: EvalSet, max_chunk_size: int = 200) -> list[
     summed pairwise similarity inside each run, less the mean off-diagonal similarity (its dynamic
     programme). A chunk's range spans its first piece to its last (Chroma joins the pieces' text with
     spaces and finds it again; the range is what that search means to find)."""
-    from streams.embedstore import get_embedder
+    from streams.bench import bench_embedder
 
     split = langchain_recursive(CHROMA_PIECE_TOKENS, ["\n\n", "\n", ".", "?", "!", " ", ""])
-    embedder = get_embedder(long_texts="truncate")
+    embedder = bench_embedder("truncate")
     max_cluster = max(1, max_chunk_size // CHROMA_PIECE_TOKENS)
     chunks: list[Chunk] = []
     for cid, text in eval_set.corpora.items():
@@ -508,13 +508,13 @@ def evaluate(
 ) -> dict[str, Any]:
     """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores; per
     corpus too, with that corpus's own chunk sizes beside its scores."""
+    from streams.bench import bench_embedder
     from streams.core.tokenizers import get_tokenizer
-    from streams.embedstore import get_embedder
 
     if not chunks:
         raise BenchError("no chunks to evaluate")
     counts = get_tokenizer().count_many([c.text for c in chunks])
-    embedder = get_embedder()
+    embedder = bench_embedder()
     texts = list(embed_texts) if embed_texts is not None else [c.embed or c.text for c in chunks]
     vectors = embedder.encode(texts)
     similarity = question_vectors @ vectors.T
@@ -695,8 +695,8 @@ def run_quality(
     `corpora` picks the pool: Chroma's corpora from `corpus` (questions_df.csv) and/or the gold corpora
     rebuilt from `shared` (../shared/corpora). Every question retrieves from the whole pool, so adding
     corpora makes retrieval harder for all of them; Chroma's figures alone need `corpora=("chroma",)`."""
+    from streams.bench import bench_embedder
     from streams.core.chunkers import STRATEGIES
-    from streams.embedstore import get_embedder
 
     if k < 1:
         raise BenchError("--k must be at least 1")
@@ -728,7 +728,8 @@ def run_quality(
         done += 1
 
     tick("embedding questions")
-    question_vectors = get_embedder().encode([q.text for q in eval_set.questions])
+    embedder = bench_embedder()  # questions and chunks (`evaluate`) alike
+    question_vectors = embedder.encode([q.text for q in eval_set.questions])
     results: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
     for name in chosen:
@@ -777,7 +778,7 @@ def run_quality(
         "targets": targets,
         "loco": loco_report,
         "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
-        "embed_model": get_embedder().model_name,
+        "embed_model": embedder.model_name,
     }
 
 

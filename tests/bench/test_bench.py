@@ -365,15 +365,16 @@ def test_cpu_ceiling_is_cores_over_the_cpu_all_processes_spend_per_page() -> Non
 @needs_model
 def test_in_process_baseline_embeds_again_on_every_repeat() -> None:
     """The embedder's cache made every repeat after the first free: the baseline was 100x too fast."""
+    from streams.bench import bench_embedder
     from streams.bench.pipeline import in_process, synthetic_documents
-    from streams.embedstore import get_embedder
+    from streams.strategies import SENTENCE_UNITS
 
     def counts() -> tuple[int, int]:
-        stats = get_embedder(long_texts="truncate").stats  # since the cache was last cleared
+        stats = bench_embedder(SENTENCE_UNITS).stats  # the one bench_chunker gives semantic, since cleared
         return stats.hits, stats.misses
 
     docs = synthetic_documents(2)
-    get_embedder(long_texts="truncate").clear_cache()
+    bench_embedder(SENTENCE_UNITS).clear_cache()
     in_process(docs, ["semantic"], repeats=1)
     once = counts()
     in_process(docs, ["semantic"], repeats=2)
