@@ -19,13 +19,16 @@ import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, Chunker, get_chunker
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DocType, PageEvent
 from streams.core.options import OptionsError, make_options
 from streams.core.publish import publish
+
+if TYPE_CHECKING:
+    from streams.core.embedding import Embedder
 
 
 class NotApplicable(ValueError):
@@ -41,8 +44,10 @@ def chunk_text(
     document_name: str | None = None,
     amendment: int = 0,
     options: Mapping[str, Any] | None = None,
+    embedder: Embedder | None = None,
 ) -> list[ChunkRecord]:
-    """Chunk `text` (one string, or a list of page texts) with `strategy` and its `options`."""
+    """Chunk `text` (one string, or a list of page texts) with `strategy` and its `options`; `semantic`
+    and `cluster` embed with `embedder` when given (default: the packaged model, see `_chunker`)."""
     pages = [text] if isinstance(text, str) else list(text)
     if not pages:
         raise ValueError("no text to chunk")
@@ -58,7 +63,7 @@ def chunk_text(
         )
         for number, page in enumerate(pages, start=1)
     ]
-    return _chunk(events, strategy, options)
+    return _chunk(events, strategy, options, embedder)
 
 
 def chunk_file(
@@ -69,18 +74,22 @@ def chunk_file(
     doc_id: str | None = None,
     amendment: int = 0,
     options: Mapping[str, Any] | None = None,
+    embedder: Embedder | None = None,
 ) -> list[ChunkRecord]:
     """Chunk a file (PDF, Markdown, text, DOCX, HTML, or page JSON) as `streams publish` would read it; the
-    document type is guessed from its name and text unless given."""
+    document type is guessed from its name and text unless given. `embedder`: as for `chunk_text`."""
     from streams.ingest.files import page_events
 
     kind = DocType(doc_type) if doc_type else None
     events = page_events(Path(path), doc_id=doc_id, doc_type=kind, amendment=amendment)
-    return _chunk(events, strategy, options)
+    return _chunk(events, strategy, options, embedder)
 
 
-def _chunk(events: list[PageEvent], strategy: str, options: Mapping[str, Any] | None) -> list[ChunkRecord]:
-    chunker = _chunker(strategy, json.dumps(dict(options or {}), sort_keys=True, default=str))
+def _chunk(
+    events: list[PageEvent], strategy: str, options: Mapping[str, Any] | None, embedder: Embedder | None
+) -> list[ChunkRecord]:
+    options_json = json.dumps(dict(options or {}), sort_keys=True, default=str)
+    chunker = _chunker(strategy, options_json, embedder if strategy in EMBEDDING_STRATEGIES else None)
     published = publish(assemble(events), chunker)
     if not published.applicable:
         raise NotApplicable(f"{published.skipped} (widen it with options={{'doc_types': [...]}})")
@@ -88,13 +97,14 @@ def _chunk(events: list[PageEvent], strategy: str, options: Mapping[str, Any] | 
 
 
 @functools.cache
-def _chunker(strategy: str, options_json: str) -> Chunker:
-    """One chunker per strategy and options (a cache keyed by its inputs): models load once per process."""
+def _chunker(strategy: str, options_json: str, embedder: Embedder | None) -> Chunker:
+    """One chunker per strategy, options and embedder (a cache keyed by its inputs): models load once per
+    process. Without an embedder, `semantic` and `cluster` get the packaged model's, on ONNX Runtime, with
+    no shared store: the API reads no settings."""
     if strategy not in STRATEGIES:
         raise OptionsError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     options = make_options(strategy, json.loads(options_json))
-    embedder = None
-    if strategy in EMBEDDING_STRATEGIES:
+    if strategy in EMBEDDING_STRATEGIES and embedder is None:
         from streams.embedstore import get_embedder
         from streams.strategies import SENTENCE_UNITS
 

@@ -39,3 +39,17 @@ def test_bad_options_and_unknown_strategies_are_one_clear_error() -> None:
         streams.chunk_text("some words", options={"chunk_size_words": 0})
     with pytest.raises(streams.OptionsError, match="unknown strategy 'nope'"):
         streams.chunk_text("some words", strategy="nope")
+
+
+def test_semantic_embeds_with_the_embedder_it_is_handed() -> None:
+    """The API reads no settings: a caller who wants another model, backend or store hands an embedder in."""
+    from tests.conftest import HashEmbedder
+
+    text = " ".join(f"Span {i} of the bridge carries strain gauges and tilt meters." for i in range(30))
+    handed = HashEmbedder()
+    records = streams.chunk_text(text, strategy="semantic", embedder=handed)
+    assert records and all(r.metadata["embed_model"] == "test-hash-embedder" for r in records)
+    assert len(handed.encoded) == 30  # every sentence went through the handed embedder, once
+    again = HashEmbedder()
+    assert streams.chunk_text(text, strategy="semantic", embedder=again) == records
+    assert len(again.encoded) == 30  # a chunker per embedder: the first one's cache was not reused
