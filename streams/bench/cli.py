@@ -624,3 +624,63 @@ def embedding(
         out.print(
             f"together / alone: {ratio['shared_store']:.2f}x with the shared store, {ratio['no_store']:.2f}x without"
         )
+
+
+@bench_app.command("mutation")
+def mutation(
+    module: Annotated[
+        list[str] | None,
+        typer.Option("--module", "-m", help="Module to mutate, as a path (repeatable; default the core's four)."),
+    ] = None,
+    test: Annotated[
+        list[str] | None,
+        typer.Option("--test", "-t", help="Test file or folder to run (repeatable; default the fast core tests)."),
+    ] = None,
+    rev: Annotated[str | None, typer.Option("--rev", help="Measure this commit instead of the working tree.")] = None,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="Run in this empty folder and keep it (for `mutmut show NAME` there).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mutation testing (mutmut, one worker, in a scratch copy) of records, document, assembly and text:
+    per module, variants killed and survived, the score, and every survivor by line."""
+    from streams.bench.mutation import MODULES, TESTS, run_mutation_bench
+
+    with _progress() as update:
+        report = run_mutation_bench(module or MODULES, test or TESTS, rev, keep, update)
+    if as_json:
+        _emit_json(report)
+        return
+    source = report["source"]
+    where = f"{source['rev']} at {source['commit']}" + (" (with uncommitted changes)" if source["dirty"] else "")
+    table = Table(title=f"bench mutation: {report['tool']}, {where}, {report['wall_s']:.0f} s")
+    columns = ("module", "mutants", "killed", "timeout", "survived", "no tests", "other", "equivalent", "score %")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "module" else "right", no_wrap=column == "module")
+    for name, row in report["modules"].items():
+        score = row["score_percent"]
+        table.add_row(
+            name,
+            *(str(row[key]) for key in ("mutants", "killed", "timeout", "survived", "no_tests", "other", "equivalent")),
+            "–" if score is None else f"{score:.1f}",
+        )
+    out.print(table)
+    for name, row in report["modules"].items():
+        for s in row["survivors"]:
+            change = " / ".join(s["removed"]) or "(nothing)"
+            into = " / ".join(s["added"]) or "(removed)"
+            out.print(
+                f"{name}:{s['line']} {s['function']} [{s['status']}]: {change}  ->  {into}",
+                highlight=False,
+                markup=False,
+            )
+    for stale in report["stale_equivalents"]:
+        err.print(
+            f"[yellow]stale equivalent in docs/mutation.md:[/] {stale['module']} {stale['function']}: "
+            f"{' / '.join(stale['removed'])}",
+            highlight=False,
+        )
+    verdict = "met" if report["target_met"] else "missed"
+    out.print(
+        f"every module at or above {report['target_percent']:.0f}%: {verdict} (overall {report['score_percent']}%)"
+    )
