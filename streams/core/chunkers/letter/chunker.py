@@ -10,38 +10,17 @@ from typing import Any, ClassVar, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.letter import enrich, gate
-from streams.core.chunkers.letter.layout import (
-    LIST_MARKER,
-    Block,
-    analyse,
-    ends_sentence,
-    is_normal_line,
-    is_tabular,
-)
+from streams.core.chunkers.letter.blocks import read
+from streams.core.chunkers.letter.layout import LIST_MARKER, Block, ends_sentence, is_tabular
+from streams.core.chunkers.letter.measure import Tiers, Tokens
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.options import LetterOptions
-from streams.core.tokenizers import Tokenizer, span_counter
+from streams.core.tokenizers import Tokenizer
 
 _SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
 PLACEHOLDER = "[TABLE — see child chunk {}]"
-MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-DATE = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2}),\s+(\d{4})\b")
-ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 STOP = set(
     [
         "that",
@@ -123,7 +102,7 @@ class LetterChunker(Chunker):
         super().__init__(tokenizer)
         self.options = cast(LetterOptions, self.take_options(options))
         o = self.options
-        self.tiers = _Tiers(o.section_min_tokens, o.section_max_tokens, o.section_target_tokens, o.min_tokens)
+        self.tiers = Tiers(o.section_min_tokens, o.section_max_tokens, o.section_target_tokens, o.min_tokens)
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         if not doc.text.strip():
@@ -136,68 +115,24 @@ class LetterChunker(Chunker):
             raise ChunkingError(f"letter chunker failed: {type(exc).__name__}: {exc}", "letter_internal") from exc
 
 
-@dataclass(frozen=True)
-class _Tiers:
-    """Seed 000's sizes: tier-1 sections of t1_min-t1_max tokens cut near t1_target; nothing below t2_min."""
-
-    t1_min: int
-    t1_max: int
-    t1_target: int
-    t2_min: int
-
-    @property
-    def t1_limit(self) -> int:
-        """Unit costs add up to within a token or two of the emitted text's count (BPE merges at the seams)."""
-        return self.t1_max - 4
-
-
 class _Run:
     """State of one chunk() call; nothing survives it."""
 
-    def __init__(self, tokenizer: Tokenizer, doc: AssembledDocument, tiers: _Tiers) -> None:
+    def __init__(self, tokenizer: Tokenizer, doc: AssembledDocument, tiers: Tiers) -> None:
         self.tiers = tiers
-        self.tok = tokenizer
         self.doc = doc
         self.text = doc.text
-        self._counts: dict[tuple[int, int], int] = {}
-        self._span_count = span_counter(tokenizer, self.text)
-
-    # ---- tokens -------------------------------------------------------------------------------
-    def count(self, start: int, end: int) -> int:
-        key = (start, end)
-        if key not in self._counts:
-            self._counts[key] = self._span_count(start, end)
-        return self._counts[key]
-
-    def block_tokens(self, b: Block) -> int:
-        return 16 if b.kind == "table" else self.count(b.start, b.end)
-
-    def unit_tokens(self, unit: Sequence[Block]) -> int:
-        return sum(self.block_tokens(b) for b in unit)
-
-    def unit_costs(self, units: Sequence[Sequence[Block]]) -> list[int]:
-        """Tokens each unit adds to a piece, the gap before it included and a table counted as its
-        placeholder line, so that sums match the emitted text's count (blank lines and indents are tokens)."""
-        costs: list[int] = []
-        prev_end: int | None = None
-        for u in units:
-            cursor = u[0].start if prev_end is None else prev_end
-            total = 0
-            for b in u:
-                if b.kind == "table":
-                    total += (self.count(cursor, b.start) if cursor < b.start else 0) + self.block_tokens(b)
-                    cursor = b.end
-            costs.append(total + (self.count(cursor, u[-1].end) if cursor < u[-1].end else 0))
-            prev_end = u[-1].end
-        return costs
+        self.tokens = Tokens(tokenizer, doc.text)
+        self.count = self.tokens.count
+        self.block_tokens = self.tokens.block
+        self.unit_costs = self.tokens.costs
 
     # ---- pipeline -----------------------------------------------------------------------------
     def drafts(self) -> list[ChunkDraft]:
-        blocks, _ = analyse(self.text, self.doc.page_map)
-        self.blocks = [b for b in blocks if b.kind != "separator"]
-        self._refuse_non_letters(blocks)
-        self.year = self._year()
-        self.date = self._date()
+        letter = read(self.doc, self.tokens, self.tiers.t2_min)
+        blocks = list(letter.blocks)
+        self.blocks = list(letter.body)
+        self.year, self.date = letter.year, letter.date
         sections = self._sections(blocks)
         pieces = [p for s in sections for p in self._split(s)]
         per_major: dict[int, int] = {}
@@ -206,61 +141,6 @@ class _Run:
             p.label = f"S{p.major:02d}.{per_major[p.major]}"
         pieces = self._repair(self._merge(pieces))
         return self._emit(pieces)
-
-    def _refuse_non_letters(self, blocks: Sequence[Block]) -> None:
-        """What this strategy refuses, the only input it dead-letters: text with no prose paragraph at all
-        (only figures, headings or tables), and prose too short for the seed's smallest chunk (150 tokens).
-        Anything else is a letter, however it was extracted, and gets chunks."""
-        paras = [b for b in blocks if b.kind == "para"]
-        if not any(b.kind in {"para", "table"} for b in blocks):
-            raise ChunkingError("not a letter: no body text after the opening performance table", "letter_empty")
-        if not any(is_normal_line(ln) for b in paras for ln in b.lines):
-            raise ChunkingError(
-                "not a letter: no prose paragraph, only figures, headings or tables; chunk it with `section`",
-                "letter_no_prose",
-            )
-        prose = sum(self.block_tokens(b) for b in paras)
-        if prose < self.tiers.t2_min:
-            raise ChunkingError(
-                f"not a letter: {prose} tokens of prose, fewer than the {self.tiers.t2_min} "
-                "of seed 000's smallest chunk",
-                "letter_too_short",
-            )
-
-    def _year(self) -> int:
-        meta = self.doc.metadata
-        for raw in (meta.get("year", ""), meta.get("date", "")[:4]):
-            if raw.isdigit() and 1900 <= int(raw) <= 2100:
-                return int(raw)
-        m = re.search(r"(?<!\d)(19[5-9]\d|20\d\d)(?!\d)", self.doc.document_name)
-        if m:
-            return int(m.group(1))
-        head = self.text[:3000]
-        m = re.search(r"Letter\s+(19\d\d|20\d\d)", head)
-        if m:
-            return int(m.group(1))
-        sig = self._signature_date()
-        if sig:
-            return int(sig[:4]) - 1
-        found = enrich.YEAR.findall(head)
-        if not found:
-            return 0
-        return int(max(sorted(set(found)), key=found.count))
-
-    def _signature_date(self) -> str | None:
-        for b in self.blocks:
-            if b.kind == "signature":
-                around = self.text[max(0, b.start - 200) : b.end + 200]
-                m = DATE.search(around)
-                if m:
-                    return f"{int(m.group(3)):04d}-{MONTHS.index(m.group(1)) + 1:02d}-{int(m.group(2)):02d}"
-        return None
-
-    def _date(self) -> str:
-        raw = self.doc.metadata.get("date", "")
-        if ISO_DATE.match(raw):
-            return raw
-        return self._signature_date() or "0000-00-00"
 
     def _sections(self, blocks: Sequence[Block]) -> list[Section]:
         """§2.2: headers, separators, page breaks on topic change, signature = end."""
@@ -750,7 +630,7 @@ class _Run:
             "cross_references": enrich.cross_references(plain, self.year, p.title, titles),
             "retrieval_priority": priority,
             "abstraction_level": enrich.abstraction_level(plain, ents),
-            "token_count": self.count(start, end) if text == self.text[start:end] else self.tok.count(text),
+            "token_count": self.count(start, end) if text == self.text[start:end] else self.tokens.of_text(text),
             "char_count": len(text),
             "source_span": {"start_char": start, "end_char_exclusive": end},
             "standalone_exception": exception is not None,
