@@ -2,93 +2,25 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.letter import enrich, gate
 from streams.core.chunkers.letter.blocks import read
-from streams.core.chunkers.letter.layout import LIST_MARKER, Block, ends_sentence, is_tabular
+from streams.core.chunkers.letter.layout import Block, is_tabular
 from streams.core.chunkers.letter.measure import Tiers, Tokens
+from streams.core.chunkers.letter.merge import merge, repair
+from streams.core.chunkers.letter.pieces import Piece, pieces
+from streams.core.chunkers.letter.sections import sections
 from streams.core.chunkers.letter.summary import Facts, compose
 from streams.core.chunkers.letter.tables import table_data
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.options import LetterOptions
 from streams.core.tokenizers import Tokenizer
 
-_SENTENCE_CUT = re.compile(r"(?<=[.?!])[”\"’)]?\s+(?=[A-Z“\"(])")
 PLACEHOLDER = "[TABLE — see child chunk {}]"
-STOP = set(
-    [
-        "that",
-        "this",
-        "with",
-        "have",
-        "from",
-        "they",
-        "their",
-        "there",
-        "which",
-        "would",
-        "been",
-        "were",
-        "will",
-        "what",
-        "when",
-        "about",
-        "into",
-        "than",
-        "then",
-        "them",
-        "these",
-        "those",
-        "also",
-        "more",
-        "most",
-        "some",
-        "such",
-        "only",
-        "over",
-        "other",
-        "very",
-        "just",
-        "each",
-        "year",
-        "years",
-        "last",
-    ]
-)
-
-
-@dataclass(slots=True)
-class Section:
-    major: int
-    title: str
-    hierarchy: tuple[str, ...]
-    blocks: list[Block] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Piece:
-    """A T1 candidate: whole units of one or more sections."""
-
-    major: int
-    title: str
-    hierarchy: tuple[str, ...]
-    units: list[list[Block]]
-    tokens: int
-    label: str
-    section_final: bool = False
-    merged_from: list[str] = field(default_factory=list)
-    boundary_note: str | None = None
-    exception: str | None = None
-
-    @property
-    def blocks(self) -> list[Block]:
-        return [b for u in self.units for b in u]
 
 
 class LetterChunker(Chunker):
@@ -130,336 +62,12 @@ class _Run:
     # ---- pipeline -----------------------------------------------------------------------------
     def drafts(self) -> list[ChunkDraft]:
         letter = read(self.doc, self.tokens, self.tiers.t2_min)
-        blocks = list(letter.blocks)
         self.blocks = list(letter.body)
         self.year, self.date = letter.year, letter.date
-        sections = self._sections(blocks)
-        pieces = [p for s in sections for p in self._split(s)]
-        per_major: dict[int, int] = {}
-        for p in pieces:  # labels name pre-merge pieces in merged_from: S<major>.<n>, unique per letter
-            per_major[p.major] = per_major.get(p.major, 0) + 1
-            p.label = f"S{p.major:02d}.{per_major[p.major]}"
-        pieces = self._repair(self._merge(pieces))
-        return self._emit(pieces)
-
-    def _sections(self, blocks: Sequence[Block]) -> list[Section]:
-        """§2.2: headers, separators, page breaks on topic change, signature = end."""
-        sections: list[Section] = []
-        major, title, root = 1, "Introduction", "Letter Body"
-        current = Section(major, title, (root, title))
-        after_signature = False
-        prev_para: Block | None = None
-        for b in blocks:
-            if b.kind == "header":
-                if current.blocks:
-                    sections.append(current)
-                    major += 1
-                title = b.title
-                root = "Appendix" if after_signature else "Letter Body"
-                current = Section(major, title, (root, title), [b])
-            elif b.kind == "separator":
-                if current.blocks:
-                    sections.append(current)
-                    current = Section(major, title, current.hierarchy)
-            elif b.kind == "signature":
-                current.blocks.append(b)
-                sections.append(current)
-                after_signature, major = True, major + 1
-                title, root = "Postscript", "Appendix"
-                current = Section(major, title, (root, title))
-            else:
-                if (
-                    b.page_break_before
-                    and prev_para is not None
-                    and current.blocks
-                    and self._topic_changed(prev_para, b)
-                ):
-                    sections.append(current)
-                    current = Section(major, title, current.hierarchy)
-                current.blocks.append(b)
-            if b.kind == "para":
-                prev_para = b
-        if current.blocks:
-            sections.append(current)
-        return [s for s in sections if any(b.kind in {"para", "table"} for b in s.blocks)] or sections
-
-    def _topic_changed(self, before: Block, after: Block) -> bool:
-        if after.kind != "para" or not ends_sentence(before.lines[-1]):
-            return False
-        if LIST_MARKER.match(after.lines[0].strip()):  # a list that runs on to the next page is one topic
-            return False
-        a, b = (
-            _content_words(self.text[before.start : before.end]),
-            _content_words(self.text[after.start : after.end]),
-        )
-        if not a or not b:
-            return False
-        return len(a & b) / len(a | b) < 0.05
-
-    def _units(self, section: Section) -> list[list[Block]]:
-        """Blocks that must stay together: header + next block, lead-in ending ':' + table, signature."""
-        units: list[list[Block]] = []
-        glue_next = False
-        for b in section.blocks:
-            for part in self._sentence_parts(b) if b.kind == "para" else [b]:
-                if units and (glue_next or part.kind == "signature" or (part.kind == "table" and _colon(units[-1]))):
-                    units[-1].append(part)
-                else:
-                    units.append([part])
-                glue_next = part.kind == "header"
-        return units
-
-    def _finer(self, unit: list[Block]) -> list[list[Block]]:
-        """A unit as one unit per sentence of its last paragraph (a heading before it stays with the first
-        sentence, a signature after it with the last); a unit without a paragraph as it is."""
-        at = max((i for i, x in enumerate(unit) if x.kind == "para"), default=None)
-        if at is None:
-            return [unit]
-        b = unit[at]
-        body = self.text[b.start : b.end]
-        cuts = [0, *(m.end() for m in _SENTENCE_CUT.finditer(body)), len(body)]
-        parts = []
-        for lo, hi in itertools.pairwise(cuts):
-            piece = body[lo:hi].rstrip()
-            if piece.strip():
-                parts.append([Block("para", b.first, b.last, b.start + lo, b.start + lo + len(piece),
-                                    lines=tuple(piece.split("\n")))])  # fmt: skip
-        if not parts:
-            return [unit]
-        parts[0] = [*unit[:at], *parts[0]]
-        parts[-1] = [*parts[-1], *unit[at + 1 :]]  # a signature stays with the last sentence
-        return parts
-
-    def _sentence_parts(self, b: Block) -> list[Block]:
-        """A paragraph above the T1 maximum splits at the sentence boundary nearest the target."""
-        if self.block_tokens(b) <= self.tiers.t1_max:
-            return [b]
-        body = self.text[b.start : b.end]
-        cuts = [m.end() for m in _SENTENCE_CUT.finditer(body)]
-        best, best_gap = None, None
-        for c in cuts:
-            gap = abs(self.count(b.start, b.start + c) - self.tiers.t1_target)
-            if best_gap is None or gap < best_gap:
-                best, best_gap = c, gap
-        if best is None:
-            return [b]
-        left_end = b.start + len(body[:best].rstrip())
-        left = Block("para", b.first, b.last, b.start, left_end, lines=tuple(body[:best].rstrip().split("\n")))
-        right = Block("para", b.first, b.last, b.start + best, b.end, lines=tuple(body[best:].split("\n")))
-        return [*self._sentence_parts(left), *self._sentence_parts(right)]
-
-    def _split(self, section: Section) -> list[Piece]:
-        """§2.3: a section above 800 tokens splits at the paragraph boundary nearest 500."""
-        units = self._units(section)
-        pieces: list[Piece] = []
-        while units:
-            tokens = self.unit_costs(units)
-            cut = len(units)
-            if sum(tokens) > self.tiers.t1_limit:
-                found = self._nearest_cut(units, tokens, self.tiers.t1_target, left_high=self.tiers.t1_limit)
-                if found is None:  # no clean paragraph cut keeps the piece within 800: try sentence ends
-                    finer = [f for u in units for f in self._finer(u)]
-                    fine = self.unit_costs(finer)
-                    found = self._nearest_cut(
-                        finer, fine, self.tiers.t1_target, self.tiers.t2_min, left_high=self.tiers.t1_limit
-                    )
-                    if found is not None:
-                        units, tokens = finer, fine
-                if found is None:
-                    found = self._nearest_cut(units, tokens, self.tiers.t1_target)
-                cut = found or len(units)
-            chunk_units, units = units[:cut], units[cut:]
-            label = f"S{section.major:02d}.{len(pieces) + 1}"
-            pieces.append(Piece(section.major, section.title, section.hierarchy, chunk_units, sum(tokens[:cut]), label))
-        if pieces:
-            pieces[-1].section_final = True
-        return pieces
-
-    def _nearest_cut(
-        self,
-        units: Sequence[list[Block]],
-        tokens: Sequence[int],
-        target: int,
-        low: int = 0,
-        high: int | None = None,
-        left_high: int | None = None,
-    ) -> int | None:
-        """The allowed cut nearest `target` tokens whose two sides both hold `low` to `high` tokens (the left
-        one at most `left_high`), or None when no cut is allowed: an over-long piece is better than one that
-        breaks a sentence or a list."""
-        best, best_gap, running, total = None, None, 0, sum(tokens)
-        cut_allowed, floor = self._cut_allowed, units[0][0].start
-        for k in range(1, len(units)):
-            running += tokens[k - 1]
-            if not cut_allowed(units[k - 1], units[k], floor):
-                continue
-            if min(running, total - running) < low or (high is not None and max(running, total - running) > high):
-                continue
-            if left_high is not None and running > left_high:
-                break
-            gap = abs(running - target)
-            if best_gap is None or gap < best_gap:
-                best, best_gap = k, gap
-        return best
-
-    # ---- §2.4 merge decision tree ---------------------------------------------------------------
-    def _merge(self, pieces: list[Piece]) -> list[Piece]:
-        guard = 0
-        while guard < 10 * (len(pieces) + 1):
-            guard += 1
-            idx = next((i for i, p in enumerate(pieces) if p.tokens < self.tiers.t1_min and not self._exempt(p)), None)
-            if idx is None or len(pieces) == 1:
-                break
-            direction, why = self._direction(pieces, idx)
-            if direction == "backward" and idx == 0:
-                direction, why = "forward", why + "; no earlier chunk, merged forward"
-            if direction == "forward" and idx == len(pieces) - 1:
-                direction, why = "backward", why + "; no later chunk, merged backward"
-            a, b = (idx - 1, idx) if direction == "backward" else (idx, idx + 1)
-            merged = self._join(
-                pieces[a],
-                pieces[b],
-                f"merged {direction}: {pieces[idx].label} had {pieces[idx].tokens} tokens "
-                f"(<{self.tiers.t1_min}); {why}",
-            )
-            pieces[a : b + 1] = self._rebalance(merged)
-        return pieces
-
-    def _direction(self, pieces: Sequence[Piece], idx: int) -> tuple[str, str]:
-        p = pieces[idx]
-        same_section_before = idx > 0 and pieces[idx - 1].major == p.major
-        if p.section_final and (same_section_before or idx == len(pieces) - 1):
-            return "backward", "section-final"
-        paras = sum(1 for b in p.blocks if b.kind == "para")
-        if p.blocks[0].kind == "header" and paras < 2:
-            return "forward", "header with fewer than 2 paragraphs"
-        if (idx > 0 and pieces[idx - 1].blocks[-1].kind == "table") or p.blocks[0].kind == "table":
-            return "backward", "follows a table"
-        return "forward", "default"
-
-    def _join(self, a: Piece, b: Piece, note: str) -> Piece:
-        sources = (a.merged_from or [a.label]) + (b.merged_from or [b.label])
-        notes = "; ".join(n for n in (a.boundary_note, b.boundary_note, note) if n)
-        return Piece(
-            a.major,
-            a.title,
-            a.hierarchy,
-            a.units + b.units,
-            sum(self.unit_costs(a.units + b.units)),  # the gap between them counts (page furniture, blanks)
-            a.label,
-            section_final=b.section_final,
-            merged_from=sources,
-            boundary_note=notes,
-        )
-
-    def _rebalance(self, p: Piece, low: int | None = None) -> list[Piece]:
-        """A join above 800 tokens re-splits at the allowed cut nearest its middle that leaves both halves
-        within `low`-800 tokens; when no paragraph boundary does, at a sentence end inside a paragraph.
-        The merge tree keeps `low` at 250, or it would undo its own merge."""
-        low = self.tiers.t1_min if low is None else low
-        if p.tokens <= self.tiers.t1_limit:
-            return [p]
-        units, how = p.units, ""
-        tokens = self.unit_costs(units)
-        cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, self.tiers.t1_limit)
-        if cut is None:
-            units, how = [f for u in p.units for f in self._finer(u)], " at a sentence end inside a paragraph"
-            tokens = self.unit_costs(units)
-            cut = self._nearest_cut(units, tokens, sum(tokens) // 2, low, self.tiers.t1_limit)
-        if cut is None:
-            return [p]
-        p = Piece(p.major, p.title, p.hierarchy, units, p.tokens, p.label, p.section_final, p.merged_from,
-                  p.boundary_note, p.exception)  # fmt: skip
-        left, right = sum(tokens[:cut]), sum(tokens[cut:])
-        note = (p.boundary_note or "") + f"; rebalanced {p.tokens} tokens into {left} + {right}{how}"
-        first = Piece(
-            p.major,
-            p.title,
-            p.hierarchy,
-            p.units[:cut],
-            left,
-            p.label,
-            merged_from=list(p.merged_from),
-            boundary_note=note,
-        )
-        second_head = p.units[cut][0]
-        title = second_head.title if second_head.kind == "header" else p.title
-        second = Piece(
-            p.major,
-            title,
-            p.hierarchy if title == p.title else (p.hierarchy[0], title),
-            p.units[cut:],
-            right,
-            p.label + "b",
-            section_final=p.section_final,
-            merged_from=list(p.merged_from),
-            boundary_note=note,
-        )
-        return [first, second]
-
-    def _cut_allowed(self, before: Sequence[Block], after: Sequence[Block], floor: int) -> bool:
-        """Never between items of one list, nor after a lead-in that ends with a colon, nor mid-sentence."""
-        if _colon(before):
-            return False
-        first, last = after[0], before[-1]
-        if (
-            first.kind == "para"
-            and last.kind == "para"
-            and LIST_MARKER.match(first.lines[0].strip())
-            and LIST_MARKER.match(last.lines[0].strip())
-        ):
-            return False
-        return self._bad_cut(before, after, floor) is None
-
-    def _bad_cut(self, before: Sequence[Block], after: Sequence[Block], floor: int) -> str | None:
-        """The gate's §5.2 verdict on a cut between two runs of blocks (a table ends in its placeholder), for
-        a chunk that would start at `floor`."""
-        last, first = before[-1], after[0]
-        if last.kind in {"table", "signature"}:
-            return None
-        start = self._para_start(last.start, floor)
-        return gate.bad_cut(self.text[start : last.end], self.text[first.start : first.end], False)
-
-    def _para_start(self, pos: int, floor: int) -> int:
-        """Start of the paragraph (text after the last blank line) holding `pos`, not before `floor`: the gate
-        judges a chunk's last line and last paragraph, so a sentence cut is judged with what precedes it."""
-        text = self.text
-        line = text.rfind("\n", 0, pos) + 1
-        while line > floor:
-            prev = text.rfind("\n", 0, line - 1) + 1
-            if not text[prev : line - 1].strip():
-                break
-            line = prev
-        return max(line, floor)
-
-    def _repair(self, pieces: list[Piece]) -> list[Piece]:
-        """§5.2 describes what the output must be, so a cut that would end mid-sentence or split a list
-        (a heading mistaken mid-sentence, a page break inside a list) is undone: the two pieces join,
-        and a join above 800 tokens re-splits only at a clean cut."""
-        i = 0
-        while i + 1 < len(pieces):
-            a, b = pieces[i], pieces[i + 1]
-            why = self._bad_cut(a.units[-1], b.units[0], a.blocks[0].start)
-            if why is None:
-                i += 1
-                continue
-            joined = self._join(a, b, f"joined {b.label} to {a.label}: the cut between them {why}")
-            joined.exception = None
-            parts = self._rebalance(joined, self.tiers.t2_min)
-            pieces[i : i + 2] = parts
-            i += len(parts) - 1
-        return pieces
-
-    def _exempt(self, p: Piece) -> bool:
-        """§4: a short mistake confession or principle statement with a complete thought stays alone."""
-        if p.exception is not None:
-            return True
-        body = self.text[p.blocks[0].start : p.blocks[-1].end]
-        ctype = enrich.content_type(body, False)
-        if ctype in {"mistake_confession", "principle_statement"} and enrich.complete_thought(body):
-            p.exception = f"{ctype} with a complete thought below {self.tiers.t1_min} tokens"
-            return True
-        return False
+        found = sections(letter)
+        split = pieces(self.text, found, self.tokens, self.tiers)
+        merged = merge(self.text, split, self.tokens, self.tiers)
+        return self._emit(list(repair(self.text, merged, self.tokens, self.tiers)))
 
     # ---- output -----------------------------------------------------------------------------------
     def _emit(self, pieces: list[Piece]) -> list[ChunkDraft]:
@@ -788,15 +396,6 @@ _COMMON = {
     "Financing",
     "Arbitrage",
 }
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in STOP}
-
-
-def _colon(unit: Sequence[Block]) -> bool:
-    last = unit[-1]
-    return last.kind == "para" and last.lines[-1].rstrip().endswith(":")
 
 
 def seed_object(content: str, metadata: dict[str, Any]) -> dict[str, Any]:
