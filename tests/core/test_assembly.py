@@ -266,3 +266,325 @@ def test_a_lost_page_write_never_completes_a_document_with_a_gap() -> None:
     (done,) = _feed(assembler, raws[2:])
     assert isinstance(done, Completed) and [p.page_number for p in done.document.page_map] == [1, 2, 3]
     assert assembler.pending_bytes() == 0
+
+
+# --- what each dead letter says, and the edges of every limit (each written out by hand) ----------------
+
+
+def _page(doc_id: str = "d", number: int = 1, count: int = 1, text: str = "t", **extra: object) -> bytes:
+    return raw_page(doc_id=doc_id, document_name="x", page_number=number, page_count=count, text=text, **extra)
+
+
+def _nested(depth: int) -> str:
+    """A JSON value `depth` levels deep: arrays inside one another."""
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("extra", "code"),
+    [
+        # The page object is one level, so 63 arrays in a field reach exactly 64: allowed (and ignored).
+        (f'"x": {_nested(63)}', None),
+        (f'"x": {_nested(64)}', "json_too_deep"),  # 65 levels
+        # 70 objects deep: a parser that only counted arrays would let them through.
+        ('"x": ' + '{"a": ' * 70 + "1" + "}" * 70, "json_too_deep"),
+        # Seventy siblings are never deeper than two: closing brackets count down, for objects and arrays.
+        ('"x": [' + ", ".join(["{}"] * 70) + "]", None),
+        ('"x": [' + ", ".join(["[]"] * 70) + "]", None),
+        # Down from 41 to 40, then 30 more: 71 deep, although never more than 41 open at once before the dip.
+        ('"x": ' + "[" * 40 + "[]," + "[" * 30 + "]" * 70, "json_too_deep"),
+        # Ten closed siblings first do not buy any depth: 2 + 64 = 66 levels.
+        ('"x": [' + "[], " * 10 + _nested(64) + "]", "json_too_deep"),
+        # Brackets inside strings are text, also after an escaped quote; the string ends at the real quote.
+        ('"x": "' + "[{" * 40 + '\\" still text ' + "[{" * 40 + '"', None),
+        # After a string with an escape, real nesting is counted again.
+        ('"x": "a\\"b", "y": ' + _nested(70), "json_too_deep"),
+    ],
+)
+def test_nesting_is_counted_outside_strings_only(extra: str, code: str | None) -> None:
+    raw = b'{"doc_id": "d", "document_name": "x", "page_number": 1, "page_count": 2, "text": "t", ' + extra.encode()
+    raw += b"}"
+    outcomes = _assembler().on_page(raw, 0, 0)
+    if code is None:
+        assert outcomes == []  # a valid first page of two: stored, waiting for page 2
+    else:
+        (dead,) = outcomes
+        assert (dead.code, dead.reason) == (code, "JSON nesting deeper than 64 levels")
+
+
+def test_the_reasons_of_malformed_pages_name_the_problem() -> None:
+    assembler = Assembler({}, {}, Limits(max_page_bytes=200))
+    cases = {
+        b"": ("empty_message", "message has no value", None),
+        b"[1, 2]": ("invalid_page_event", "page event must be a JSON object, got list", None),
+        _page(number="one"): ("invalid_page_event", "page_number: ", "d"),  # the field first, pydantic's words after
+        _page(number=3, count=2): ("page_out_of_range", "page_number 3 is beyond page_count 2", "d"),
+        _page(text="x" * 200): ("page_too_large", f"page message is {len(_page(text='x' * 200))} bytes, over", None),
+        _page(text="t").replace(b'"t"', b'"\\ud800"'): ("invalid_text", "text contains an unencodable character", "d"),
+    }
+    for raw, (code, reason, doc_id) in cases.items():
+        (dead,) = assembler.on_page(raw, 0, 0)
+        assert (dead.code, dead.doc_id, dead.pages) == (code, doc_id, [raw])
+        assert dead.reason.startswith(reason), dead.reason
+    (dead,) = assembler.on_page(_page(number="one"), 0, 0)
+    assert dead.reason.endswith(" (1 error(s))")
+    (dead,) = assembler.on_page(_page(text="x" * 200), 0, 0)
+    assert dead.reason.endswith("over the 200-byte limit")
+
+
+def test_a_page_of_exactly_the_byte_limit_is_accepted() -> None:
+    exact = _page(text="x" * 100)
+    assert (
+        Assembler({}, {}, Limits(max_page_bytes=len(exact))).on_page(exact, 0, 0)[0].document.text == "x" * 100 + "\n\n"
+    )
+    (dead,) = Assembler({}, {}, Limits(max_page_bytes=len(exact) - 1)).on_page(exact, 0, 0)
+    assert dead.code == "page_too_large"
+
+
+def test_the_default_page_limit_is_two_million_bytes() -> None:
+    from streams.core.assembly import parse_page
+
+    head = _page(text="")
+    fill = 2_000_000 - len(head)  # the text that brings the message to exactly 2,000,000 bytes
+    assert len(_page(text="x" * fill)) == 2_000_000
+    assert parse_page(_page(text="x" * fill)).text == "x" * fill
+    with pytest.raises(ValueError, match="2000001 bytes, over the 2000000-byte limit"):
+        parse_page(_page(text="x" * (fill + 1)))
+
+
+def test_bad_input_carries_its_reason_as_the_message() -> None:
+    from streams.core.assembly import BadInput
+
+    exc = BadInput("code", "the reason", "doc-7")
+    assert (str(exc), exc.code, exc.reason, exc.doc_id) == ("the reason", "code", "the reason", "doc-7")
+
+
+def _avro_decoder(store: dict[bytes, dict]) -> object:
+    """A stand-in Avro decoder over a table of known messages; it records what it was handed."""
+    seen: list[object] = []
+
+    def decode(raw: bytes) -> dict:
+        seen.append(raw)
+        return dict(store[raw])
+
+    decode.seen = seen  # type: ignore[attr-defined]
+    return decode
+
+
+def test_avro_pages_are_decoded_on_arrival_and_again_when_the_document_completes() -> None:
+    fields = {"doc_id": "a", "document_name": "a.pdf", "page_count": 2}
+    one, two = b"\x00\x00\x00\x00\x01page-1", b"\xc3\x01page-2"  # Confluent framing; Avro single-object
+    decode = _avro_decoder(
+        {one: {**fields, "page_number": 1, "text": "uno"}, two: {**fields, "page_number": 2, "text": "dos"}}
+    )
+    assembler = Assembler({}, {}, Limits(), decode_avro=decode)
+    assert assembler.on_page(one, 0, 0) == []
+    assert assembler.on_page(one, 0, 0) == []  # an identical duplicate: the stored copy is decoded to compare
+    (done,) = assembler.on_page(two, 0, 0)
+    assert done.document.text == "uno\n\ndos\n\n"
+    assert decode.seen == [one, one, one, two, one]  # type: ignore[attr-defined]
+
+
+def test_an_avro_record_that_cannot_be_re_encoded_is_dead() -> None:
+    loop: dict = {"doc_id": "a"}
+    loop["self"] = loop
+    assembler = Assembler({}, {}, Limits(), decode_avro=lambda raw: loop)
+    (dead,) = assembler.on_page(b"\x00loop", 0, 0)
+    assert (dead.code, dead.reason) == (
+        "invalid_page_event",
+        "page event cannot be re-encoded: Circular reference detected",
+    )
+
+
+def test_a_raised_page_limit_holds_when_stored_pages_are_read_back() -> None:
+    """A page over the 2 MB default, allowed by the limits, is stored, compared as a duplicate and
+    assembled: every re-read uses the configured limit, not the default."""
+    big = _page("big", 1, 2, "x" * 2_100_000)
+    assembler = Assembler({}, {}, Limits(max_page_bytes=3_000_000, max_document_bytes=5_000_000))
+    assert assembler.on_page(big, 0, 0) == []
+    assert assembler.on_page(big, 0, 0) == []
+    (done,) = assembler.on_page(_page("big", 2, 2, "end"), 0, 0)
+    assert len(done.document.text) == 2_100_000 + 2 + 3 + 2
+
+
+def test_an_empty_document_is_dead_with_every_page_in_page_order() -> None:
+    first, last = _page("blank", 1, 2, " "), _page("blank", 2, 2, "\n")
+    (dead,) = _feed(_assembler(), [first, last])
+    assert (dead.code, dead.reason, dead.doc_id) == (
+        "empty_document",
+        "every page is empty or has no letters or digits",
+        "blank",
+    )
+    assert dead.pages == [first, last]
+
+
+def test_the_completed_document_keeps_the_clock_of_its_first_and_last_page() -> None:
+    assembler = _assembler()
+    assert assembler.on_page(_page("c", 2, 2, "two"), 0, 1_500) == []
+    (done,) = assembler.on_page(_page("c", 1, 2, "one"), 0, 4_000)
+    assert (done.document.first_page_ms, done.document.completed_ms) == (1_500, 4_000)
+    (alone,) = _assembler().on_page(_page("solo"))  # the clock and partition default to 0
+    assert (alone.document.first_page_ms, alone.document.completed_ms) == (0, 0)
+
+
+def test_a_different_page_after_completion_is_a_conflict_with_its_own_reason() -> None:
+    assembler = _assembler()
+    pages = [_page("k", 1, 2, "one"), _page("k", 2, 2, "two")]
+    assert isinstance(_feed(assembler, pages)[0], Completed)
+    other = _page("k", 1, 2, "ONE")
+    (dead,) = _feed(assembler, [other])
+    assert (dead.code, dead.reason, dead.doc_id, dead.pages) == (
+        "conflicting_duplicate",
+        "page 1 differs from the one already assembled",
+        "k",
+        [other],
+    )
+
+
+def test_a_finished_header_written_by_an_earlier_release_still_recognises_duplicates() -> None:
+    """Finished headers keep each page's digest: the first 32 hex digits of the sha256 of the page's JSON
+    as pydantic writes it. Headers outlive a release, so the recipe is fixed."""
+    import hashlib
+
+    from streams.core.assembly import parse_page
+
+    page = _page("old", 1, 1, "kept")
+    digest = hashlib.sha256(parse_page(page).model_dump_json().encode()).hexdigest()[:32]
+    assembler = _assembler()
+    key = Assembler.doc_key("old", 0)
+    assembler.headers[key] = json.dumps({"state": "done", "digests": {"1": digest}, "updated_ms": 0}).encode()
+    assert assembler.on_page(page, 0, 5) == []
+    (dead,) = assembler.on_page(_page("old", 1, 1, "changed"), 0, 5)
+    assert dead.code == "conflicting_duplicate"
+
+
+def test_the_dead_letters_of_a_live_document_say_what_happened() -> None:
+    assembler = _assembler()
+    first = _page("m", 1, 2, "one")
+    assert assembler.on_page(first, 0, 10) == []
+    recount = _page("m", 2, 3, "two")
+    (dead,) = assembler.on_page(recount, 0, 20)
+    assert (dead.reason, dead.doc_id, dead.pages) == (
+        "page 2 says page_count 3, earlier pages said 2",
+        "m",
+        [first, recount],
+    )
+    (late,) = assembler.on_page(_page("m", 2, 2, "two"), 0, 30)
+    assert (late.code, late.reason, late.doc_id) == (
+        "page_count_changed",
+        "document was already dead-lettered (page_count_changed); late page 2",
+        "m",
+    )
+    assembler = _assembler()
+    assert assembler.on_page(first, 0, 10) == []
+    clash = _page("m", 1, 2, "uno")
+    (dead,) = assembler.on_page(clash, 0, 20)
+    assert (dead.reason, dead.pages) == ("page 1 arrived twice with different content", [first, clash])
+
+
+def test_a_document_of_exactly_the_size_limit_completes() -> None:
+    pages = [_page("s", n, 3, "abc") for n in (1, 2, 3)]
+    exact = sum(map(len, pages))
+    (done,) = _feed(_assembler(max_document_bytes=exact), pages)
+    assert isinstance(done, Completed)
+    dead = _feed(_assembler(max_document_bytes=exact - 1), pages)
+    assert (dead[0].code, dead[0].reason) == ("document_too_large", f"document is over the {exact - 1}-byte limit")
+    assert dead[0].pages == pages  # the two stored pages and the third that did not fit
+
+
+def test_the_size_limit_counts_the_stored_pages_again_after_a_rebalance() -> None:
+    pages = [_page("s", n, 3, "abc") for n in (1, 2, 3)]
+    assembler = _assembler(max_document_bytes=sum(map(len, pages)) - 1)
+    assert _feed(assembler, pages[:2]) == []
+    assembler.forget_cached()
+    (dead,) = _feed(assembler, pages[2:])
+    assert dead.code == "document_too_large"
+
+
+def test_page_count_at_the_page_limit_is_accepted() -> None:
+    (done,) = _assembler(max_pages=1).on_page(_page("one"), 0, 0)
+    assert isinstance(done, Completed)
+    (dead,) = _assembler(max_pages=1).on_page(_page("two", 1, 2), 0, 0)
+    assert (dead.code, dead.reason, dead.doc_id) == (
+        "document_too_large",
+        "page_count 2 is over the 1-page limit",
+        "two",
+    )
+
+
+def test_pending_bytes_exactly_at_the_limit_evict_nothing() -> None:
+    first, second = _page("p1", 1, 2, "a"), _page("p2", 1, 2, "b")
+    assembler = _assembler(max_pending_bytes=len(first) + len(second))
+    assert _feed(assembler, [first, second]) == []
+    third = _page("p3", 1, 2, "c")
+    (dead,) = assembler.on_page(third, 0, 7)  # one over: the oldest goes, and the total is at the limit again
+    assert (dead.code, dead.doc_id, dead.pages) == ("assembly_capacity", "p1", [first])
+    assert dead.reason == (
+        f"pending pages over the {len(first) + len(second)}-byte limit; oldest incomplete document evicted"
+    )
+    assert assembler.pending_bytes() == len(second) + len(third)
+    assert assembler.on_tick(None, 7) == []  # the evicted document's header has a clock; nothing else is due
+
+
+def test_a_timeout_after_a_rebalance_still_takes_the_stored_pages() -> None:
+    assembler = _assembler(timeout_ms=100)
+    first = _page("t", 1, 3, "one")
+    assert assembler.on_page(first, 0, 0) == []
+    assembler.forget_cached()
+    (dead,) = assembler.on_tick(0, 101)
+    assert (dead.code, dead.pages, dead.reason) == (
+        "incomplete_timeout",
+        [first],
+        "incomplete after 100 ms; missing pages 2, 3",
+    )
+
+
+def test_timeouts_are_strictly_after_the_limit_and_name_the_missing_pages() -> None:
+    assembler = _assembler(timeout_ms=100)
+    assert assembler.on_page(_page("t", 3, 12, "three"), 0, 50) == []
+    assert assembler.on_tick(0, 150) == []  # exactly the timeout: not yet
+    (dead,) = assembler.on_tick(0, 151)
+    assert dead.reason == "incomplete after 100 ms; missing pages 1, 2, 4, 5, 6, 7, 8, 9, 10, 11 ..."
+    assembler = _assembler(timeout_ms=100)
+    assert assembler.on_page(_page("u", 11, 11, "eleven"), 0, 0) == []
+    (dead,) = assembler.on_tick(0, 101)
+    assert dead.reason == "incomplete after 100 ms; missing pages 1, 2, 3, 4, 5, 6, 7, 8, 9, 10"  # ten: no "..."
+
+
+def test_the_tick_of_one_partition_leaves_the_others_alone() -> None:
+    assembler = _assembler(timeout_ms=100)
+    assert assembler.on_page(_page("p", 1, 2), 1, 0) == []  # partition 1
+    assert assembler.on_page(_page("q", 1, 2), 2, 0) == []  # partition 2
+    assert assembler.on_tick(3, 1_000) == []
+    (dead,) = assembler.on_tick(2, 1_000)
+    assert dead.doc_id == "q"
+    (dead,) = assembler.on_tick(None, 1_000)
+    assert dead.doc_id == "p"
+
+
+def test_finished_and_dead_headers_are_forgotten_after_the_retention_of_their_last_change() -> None:
+    assembler = _assembler(retention_ms=1_000, timeout_ms=10_000)
+    done_key, dead_key, open_key = (Assembler.doc_key(d, 0) for d in ("done", "dead", "open"))
+    assert isinstance(assembler.on_page(_page("done"), 4, 500)[0], Completed)  # finished at 500
+    assert assembler.on_page(_page("dead", 1, 2, "a"), 4, 600) == []
+    assert assembler.on_page(_page("dead", 1, 2, "b"), 4, 700)[0].code == "conflicting_duplicate"  # dead at 700
+    assert assembler.on_page(_page("open", 1, 2), 4, 0) == []
+    assembler.on_tick(4, 1_500)  # the finished one is exactly 1,000 ms old: kept
+    assert set(assembler.headers) == {done_key, dead_key, open_key}
+    assembler.on_tick(5, 5_000)  # another partition's tick touches nothing
+    assert set(assembler.headers) == {done_key, dead_key, open_key}
+    assembler.on_tick(4, 1_501)
+    assert set(assembler.headers) == {dead_key, open_key}  # the open one is older, but waits for its timeout
+    assembler.on_tick(4, 1_701)
+    assert set(assembler.headers) == {open_key}
+
+
+def test_a_document_sent_again_after_its_header_expired_is_assembled_afresh() -> None:
+    assembler = _assembler(retention_ms=10)
+    pages = [_page("again", n, 3, f"p{n}") for n in (1, 2, 3)]
+    assert isinstance(_feed(assembler, pages)[0], Completed)
+    assembler.on_tick(None, 100)
+    assert assembler.headers == {}
+    assert _feed(assembler, pages[:2]) == []  # two of three: no completion from a count left behind
+    (done,) = _feed(assembler, pages[2:])
+    assert done.document.text == "p1\n\np2\n\np3\n\n"
