@@ -11,7 +11,18 @@ import pytest
 from streams.core.chunkers import ChunkingError
 from streams.core.chunkers.base import ChunkDraft
 from streams.core.document import assemble
-from streams.core.records import build_records, chunk_id, content_hash, normalized_text
+from streams.core.events import NOT_APPLICABLE
+from streams.core.records import (
+    build_records,
+    checksum,
+    chunk_id,
+    content_hash,
+    embedding_text,
+    is_table,
+    manifest_for,
+    normalized_text,
+    skipped_manifest,
+)
 from streams.core.tokenizers import get_tokenizer
 from streams.ingest.files import page_events
 from streams.ops.pipeline import sample_paths
@@ -119,3 +130,145 @@ def test_records_carry_the_normalised_identity() -> None:
     assert nfd.text == CAFE_NFD  # the record keeps the text as it came
     assert (nfd.chunk_id, nfd.content_hash) == (nfc.chunk_id, nfc.content_hash)
     assert nfc.content_hash == _recipe(CAFE_NFC)
+
+
+# --- every field of a record and a manifest, worked out by hand ------------------------------------------
+
+
+def _two_page_doc() -> object:
+    # page 1 = "Alpha beta.\n\n" [0, 13), page 2 = "Gamma delta.\n\n" [13, 27)
+    return assemble(make_pages("doc-9", ["Alpha beta.", "Gamma delta."], amendment_number=3, doc_type="letter"))
+
+
+def _drafts() -> list[ChunkDraft]:
+    return [
+        ChunkDraft(text="Alpha beta.", char_start=0, char_end=11, section_path=("Intro",), tokens=7),
+        ChunkDraft(
+            text="beta.\n\nGamma",
+            char_start=6,
+            char_end=18,
+            content_type="table",
+            metadata={"rows": 1},
+            identity=("t1",),
+        ),
+        ChunkDraft(text="delta.", char_start=19, char_end=25, metadata={"is_table": True}),
+    ]
+
+
+def test_every_field_of_the_records_of_a_two_page_document() -> None:
+    chunker = strategy_chunker("window")
+    doc = _two_page_doc()
+    records = build_records(doc, chunker, _drafts(), is_latest_version=False)
+    tokenizer = get_tokenizer()
+    assert [(r.position, r.chunk_count) for r in records] == [(0, 3), (1, 3), (2, 3)]
+    assert [(r.char_start, r.char_end, r.page_numbers) for r in records] == [
+        (0, 11, [1]),
+        (6, 18, [1, 2]),
+        (19, 25, [2]),
+    ]
+    first, second, third = records
+    assert (first.doc_id, first.document_name, first.doc_type, first.amendment_number) == (
+        "doc-9",
+        "doc-9.txt",
+        "letter",
+        3,
+    )
+    assert (first.strategy, first.chunker_version, first.tokenizer) == ("window", chunker.version, tokenizer.name)
+    assert (first.is_latest_version, first.token_count) == (False, 7)  # the chunker's count is taken as it is
+    assert second.token_count == tokenizer.count("beta.\n\nGamma")  # no count handed over: the builder counts
+    assert (first.section_path, second.content_type, second.metadata, third.content_type) == (
+        ["Intro"],
+        "table",
+        {"rows": 1},
+        "text",
+    )
+    assert first.text == "Alpha beta." and second.text == "beta.\n\nGamma"
+    # The id recipe over this record's own parts: amendment 3, position 1, range 6:18, identity t1.
+    assert second.chunk_id == "window-" + _recipe("doc-9", "window", "3", "1", "6:18", "", "t1", "beta. Gamma")[:32]
+    assert first.chunk_id == "window-" + _recipe("doc-9", "window", "3", "0", "0:11", "Intro", "", "Alpha beta.")[:32]
+    assert second.content_hash == _recipe("beta. Gamma")
+    for record in records:
+        assert record.checksum == checksum(record.model_dump())
+    assert checksum({**first.model_dump(), "is_latest_version": True}) == first.checksum  # flipping it later
+
+
+def test_the_checksum_recipe_by_hand() -> None:
+    """sha256 of the record as compact JSON, keys sorted, non-ASCII as UTF-8, without the checksum and
+    the latest flag; values JSON cannot hold are written as their str()."""
+    import datetime
+
+    record = {"b": 1, "a": "\u00e9", "when": datetime.date(2026, 11, 26), "checksum": "x", "is_latest_version": True}
+    payload = b'{"a":"\xc3\xa9","b":1,"when":"2026-11-26"}'
+    assert checksum(record) == "sha256:" + hashlib.sha256(payload).hexdigest()
+    assert checksum({**record, "checksum": "y", "is_latest_version": False}) == checksum(record)
+    assert checksum({**record, "b": 2}) != checksum(record)
+
+
+def test_a_lone_surrogate_is_hashed_not_refused() -> None:
+    """Text from a PDF can carry a lone surrogate; identity must still be computable (UTF-8 surrogatepass)."""
+    assert content_hash("\ud800") == hashlib.sha256(b"\xed\xa0\x80\x1f").hexdigest()
+    assert checksum({"text": "\ud800"}) == "sha256:" + hashlib.sha256(b'{"text":"\xed\xa0\x80"}').hexdigest()
+
+
+def test_tables_are_told_by_content_type_or_by_metadata() -> None:
+    chunker = strategy_chunker("window")
+    records = build_records(_two_page_doc(), chunker, _drafts())
+    assert [is_table(r) for r in records] == [False, True, True]
+    for content_type in ("financial_table", "pricing_table"):
+        assert is_table(records[0].model_copy(update={"content_type": content_type}))
+    assert not is_table(records[2].model_copy(update={"metadata": {"is_table": False}}))
+
+
+def test_the_manifest_of_a_chunked_document_lists_every_record_in_order() -> None:
+    chunker = strategy_chunker("window")
+    records = build_records(_two_page_doc(), chunker, _drafts())
+    manifest = manifest_for(records, timestamp_ms=1234)
+    assert manifest.model_dump() == {
+        "doc_id": "doc-9",
+        "amendment_number": 3,
+        "strategy": "window",
+        "chunker_version": chunker.version,
+        "document_name": "doc-9.txt",
+        "chunk_ids": [r.chunk_id for r in records],
+        "checksums": [r.checksum for r in records],
+        "is_table": [False, True, True],
+        "chunk_count": 3,
+        "timestamp_ms": 1234,
+        "outcome": "chunked",
+        "reason": "",
+    }
+    assert manifest_for(records).timestamp_ms == 0
+
+
+def test_the_manifest_of_a_skipped_document_expects_nothing_and_says_why() -> None:
+    chunker = strategy_chunker("window")
+    manifest = skipped_manifest(_two_page_doc(), chunker, "not a memo")
+    assert manifest.model_dump() == {
+        "doc_id": "doc-9",
+        "amendment_number": 3,
+        "strategy": "window",
+        "chunker_version": chunker.version,
+        "document_name": "doc-9.txt",
+        "chunk_ids": [],
+        "checksums": [],
+        "is_table": [],
+        "chunk_count": 0,
+        "timestamp_ms": 0,
+        "outcome": NOT_APPLICABLE,
+        "reason": "not a memo",
+    }
+    assert skipped_manifest(_two_page_doc(), chunker, "r", timestamp_ms=99).timestamp_ms == 99
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "embedded"),
+    [
+        ("Body", ("Letter", "", "Outlook"), "Letter > Outlook\nBody"),  # empty titles left out
+        ("Letter > Outlook: body", ("Letter", "Outlook"), "Letter > Outlook: body"),  # already opens with it
+        ("  Letter > Outlook body", ("Letter", "Outlook"), "  Letter > Outlook body"),  # after leading blanks too
+        ("Body", (), "Body"),
+        ("Body", ("",), "Body"),
+    ],
+)
+def test_the_embedded_text_carries_the_heading_path_once(text: str, path: tuple[str, ...], embedded: str) -> None:
+    assert embedding_text(text, path) == embedded
