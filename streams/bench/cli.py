@@ -684,3 +684,69 @@ def mutation(
     out.print(
         f"every module at or above {report['target_percent']:.0f}%: {verdict} (overall {report['score_percent']}%)"
     )
+
+
+@bench_app.command("ingest")
+def ingest(
+    corpus: CorpusOpt = None,
+    documents: Annotated[
+        int | None, typer.Option("--documents", min=1, help="Documents to ingest (default 60; with --corpus, all).")
+    ] = None,
+    broker: Annotated[
+        list[str] | None,
+        typer.Option("--broker", help="Run streams on noida (embedded) or kafka (repeatable; default both)."),
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option("--threads", min=1, help="Forward-pass threads of every embedder (default: cores).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pages to stored vectors against LlamaIndex's IngestionPipeline and LangChain's index(): first ingest,
+    then amendments of a fifth of the documents; same documents, model, chunk size and threads."""
+    from streams.bench.ingest import BROKERS, run_ingest_bench
+
+    for kind in broker or []:
+        if kind not in BROKER_NAMES:
+            raise typer.BadParameter(f"--broker: noida or kafka, not {kind!r}")
+    with _progress() as update:
+        report = run_ingest_bench(corpus, documents, broker or list(BROKERS), threads, update)
+    if as_json:
+        _emit_json(report)
+        return
+    _print_ingest(report)
+
+
+def _print_ingest(report: dict[str, Any]) -> None:
+    title = (
+        f"bench ingest: {report['documents']} documents, {report['pages']} pages; amendments of "
+        f"{report['amended_documents']} ({report['amended_pages']} pages); {report['threads']} embedding threads"
+    )
+    table = Table(title=title)
+    columns = ("pipeline", "phase", "seconds", "pages/s", "CPU s", "wall/(CPU/cores)", "vectors", "embedded", "stale")
+    for column in columns:
+        table.add_column(column, justify="left" if column in {"pipeline", "phase"} else "right", no_wrap=True)
+    for r in report["results"]:
+        ratio = r.get("wall_vs_cpu_per_core")
+        table.add_row(
+            r["pipeline"],
+            r["phase"].replace("_", " "),
+            f"{r['seconds']:.2f}",
+            f"{r['pages_per_s']:.1f}",
+            f"{r['cpu_s_total']:.1f}",
+            f"{ratio:.2f}" if ratio else "",
+            str(r["vectors_written"]),
+            str(r["texts_embedded"]),
+            str(r.get("superseded_vectors", "")),
+        )
+    out.print(table)
+    for r in report["results"]:
+        if r["pipeline"].startswith("streams/"):
+            cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["cpu_s"].items(), key=lambda kv: -kv[1]))
+            out.print(f"{r['pipeline']} {r['phase'].replace('_', ' ')}, CPU s per process: {cpu}", highlight=False)
+    for key, per_broker in report["ratios"].items():
+        verdict = report["targets"][key]
+        values = ", ".join(f"{BROKER_NAMES[b]} {v:.2f}x" for b, v in per_broker.items())
+        out.print(f"{key}: {values} (target {verdict['target']}: {'met' if verdict['met'] else 'missed'})")
+    for key in ("wall_vs_cpu_per_core", "superseded_vectors"):
+        verdict = report["targets"][key]
+        out.print(f"{key}: target {verdict['target']}: {'met' if verdict['met'] else 'missed'}")
