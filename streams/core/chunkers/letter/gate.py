@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from streams.core.chunkers.base import ChunkingError
 from streams.core.chunkers.letter.layout import LIST_MARKER, ends_sentence
 
 REQUIRED_KEYS = {"chunk_id", "content", "metadata"}
@@ -147,3 +148,28 @@ def coherence(
         if m["token_count"] < min_tokens and not m["standalone_exception"]:
             problems.append(f"{c['chunk_id']}: {m['token_count']} tokens < {min_tokens}")
     return problems
+
+
+def seed_object(content: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """The seed's canonical chunk object: chunk_id, content and exactly the 28 metadata keys."""
+    return {
+        "chunk_id": metadata["seed_chunk_id"],
+        "content": content,
+        "metadata": {k: metadata[k] for k in sorted(REQUIRED_META)},
+    }
+
+
+def enforce(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool], min_tokens: int) -> None:
+    """§5 on a whole letter's seed objects, as the last stage of the chunker: the composer has already
+    rewritten summaries, so anything left is fatal and the letter is dead-lettered with the first three."""
+    problems: list[str] = []
+    for s in chunks:
+        try:
+            validate(s)
+        except AssertionError as exc:
+            problems.append(f"{s['chunk_id']}: validate: {exc}")
+        problems.extend(f"{s['chunk_id']}: {p}" for p in invariants(s))
+    problems.extend(coherence(chunks, signature_ends, min_tokens))
+    if problems:
+        shown = "; ".join(problems[:3]) + (f" (+{len(problems) - 3} more)" if len(problems) > 3 else "")
+        raise ChunkingError(f"letter validation failed: {shown}", "letter_validation")

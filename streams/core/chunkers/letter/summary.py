@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field, replace
 
 MAX_WORDS = 45
@@ -210,7 +210,7 @@ def subject(topic: str) -> str:
     return text
 
 
-def compose(f: Facts, chunk_text: str, taken: set[str]) -> str:
+def compose(f: Facts, chunk_text: str, taken: Set[str]) -> str:
     """A valid summary not yet in `taken`: frames, subjects and follow-ups tried in a stable order.
 
     §1.2 asks for a rewrite, never a summary that breaks a rule, so the last resort is still validated:

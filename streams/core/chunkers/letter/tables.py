@@ -1,12 +1,84 @@
-"""table_data of seed 000 §2.5.4: name, one-sentence summary, header columns, rows split on 2+ spaces."""
+"""Stage 5, tables: each table's tier-2 chunk (seed 000 §2.5.3), the table with its lead-in and its
+interpretation, and its table_data (§2.5.4: name, one-sentence summary, header columns, rows split on
+2+ spaces)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from streams.core.chunkers.letter.layout import DOT_LEADER, numeric_tokens
+from streams.core.chunkers.letter.blocks import Letter
+from streams.core.chunkers.letter.layout import DOT_LEADER, Block, numeric_tokens
+from streams.core.chunkers.letter.measure import Tokens
+
+_GROWS = {"para", "table", "header"}  # what a tier-2 chunk absorbs to reach the minimum
+
+
+@dataclass(frozen=True, slots=True)
+class TableChunk:
+    """A table's tier-2 chunk before it has an id: the span of the letter it covers, the table's data and
+    the boundary note that says which narrative came with it."""
+
+    start: int
+    end: int
+    data: dict[str, Any]
+    note: str
+
+
+def table_chunks(letter: Letter, tokens: Tokens, min_tokens: int) -> Mapping[int, TableChunk]:
+    """Every table of the letter's body by the char where the table starts."""
+    return {b.start: table_chunk(letter, i, tokens, min_tokens) for i, b in enumerate(letter.body) if b.kind == "table"}
+
+
+def table_chunk(letter: Letter, i: int, tokens: Tokens, min_tokens: int) -> TableChunk:
+    """§2.5.3: lead-in + table + interpretation, absorbing neighbours until >= `min_tokens` tokens."""
+    blocks = letter.body
+    lo = hi = i
+    lead = i > 0 and blocks[i - 1].kind == "para"
+    interp = i + 1 < len(blocks) and blocks[i + 1].kind == "para"
+    lo -= 1 if lead else 0
+    hi += 1 if interp else 0
+    context = ["lead-in"] * lead + ["interpretation"] * interp
+    if not context:  # a heading or another table between: reach for the nearest paragraph (§5.2)
+        near = _nearest_para(blocks, i)
+        if near is not None:
+            lo, hi = min(lo, near), max(hi, near)
+            context = ["nearby paragraph"]
+    absorbed = 0
+    while tokens.count(blocks[lo].start, blocks[hi].end) < min_tokens:
+        grew = False
+        if lo > 0 and blocks[lo - 1].kind in _GROWS:
+            lo, grew = lo - 1, True
+        if tokens.count(blocks[lo].start, blocks[hi].end) >= min_tokens:
+            absorbed += grew
+            break
+        if hi + 1 < len(blocks) and blocks[hi + 1].kind in _GROWS:
+            hi, grew = hi + 1, True
+        if not grew:
+            break
+        absorbed += 1
+    if not context:
+        paras = [b for b in blocks[lo : hi + 1] if b.kind == "para"]
+        context = ["nearby paragraph"] if paras else []
+    lead_text = letter.text[blocks[i - 1].start : blocks[i - 1].end] if lead else ""
+    note = f"narrative context: {' + '.join(context)}" if context else "no narrative context"
+    if absorbed:
+        note += f"; absorbed {absorbed} neighbouring blocks to reach {min_tokens} tokens"
+    return TableChunk(blocks[lo].start, blocks[hi].end, table_data(blocks[i].lines, lead_text, letter.year), note)
+
+
+def _nearest_para(blocks: Sequence[Block], i: int, reach: int = 3) -> int | None:
+    """The paragraph nearest block i across headings and tables, the one before preferred."""
+    for step in (-1, 1):
+        for k in range(i + step, i + step * (reach + 1), step):
+            if not 0 <= k < len(blocks) or blocks[k].kind == "signature":
+                break
+            if blocks[k].kind == "para":
+                return k
+    return None
+
 
 _FIELDS = re.compile(r"\s{2,}|\t")
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
