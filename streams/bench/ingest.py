@@ -569,6 +569,23 @@ def _after(before: StoreState, added: Expected, replaced: Expected) -> StoreStat
     )
 
 
+def _produced(collector: Any, topic: str, attempts: int = 50) -> int:
+    """Messages ever written to `topic`, asked again while Kafka answers that a partition's leader is
+    moving (it does for a while after the topics are created)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT}
+    for attempt in range(attempts):
+        try:
+            return int(collector.produced(topic))
+        except KafkaException as exc:
+            error = exc.args[0]
+            if attempt == attempts - 1 or not (error.retriable() or error.code() in moving):
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
 def _wait_current(
     settings: Any,
     collector: Any,
@@ -585,7 +602,7 @@ def _wait_current(
     topic = settings.topics.indexed
     got = StoreState()
     while time.monotonic() < deadline:
-        produced = collector.produced(topic)
+        produced = _produced(collector, topic)
         if progress:
             progress(label, min(produced, events), events)
         if produced >= events:
@@ -669,7 +686,7 @@ def run_streams(
                 results = []
                 for phase, docs in (("first_ingest", first), ("amendments", amended)):
                     plan_phase = plan[phase]
-                    before, events = _stores(settings), collector.produced(settings.topics.indexed)
+                    before, events = _stores(settings), _produced(collector, settings.topics.indexed)
                     want = _after(before, plan_phase, replaced if phase == "amendments" else Expected())
                     pages = [p for d in docs for p in d]
                     groups = pipeline.pids()
