@@ -67,7 +67,7 @@ def number(pieces: Sequence[Piece], year: int) -> tuple[Ids, ...]:
         n1 += 1
         if sec > 99 or n1 > 999:
             raise ChunkingError("letter validation failed: more than 99 sections or 999 chunks", "letter_validation")
-        t2 = []
+        t2: list[str] = []
         for _ in (b for b in p.blocks if b.kind == "table"):
             n2 += 1
             t2.append(f"{year4}-S{sec:02d}-T2-{n2:03d}")
@@ -114,6 +114,7 @@ def _t1_text(text: str, start: int, end: int, tables: Sequence[Block], t2_ids: S
 def _t2_draft(
     letter: Letter, p: Piece, table: TableChunk, t2_id: str, parent: str, titles: Sequence[str], tokens: Tokens
 ) -> ChunkDraft:
+    """A table's tier-2 chunk, a child of the tier-1 chunk `parent` that holds its placeholder."""
     text = letter.text[table.start : table.end]
     spec = _Spec(t2_id, p, text, table.start, table.end, tier=2, table=table.data, parent=parent, note=table.note)
     meta = _metadata(letter, spec, titles, set(), tokens)
