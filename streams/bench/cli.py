@@ -146,6 +146,14 @@ def quality(
         bool,
         typer.Option("--contextual", help="Also score each strategy with its nearest heading prepended for embedding."),
     ] = False,
+    variants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variants",
+            help="Score semantic and cluster again on the pool in other shapes: lowercased, flat (no headings or "
+            "blank lines), wrapped80, one_paragraph, plain (all at once), or all.",
+        ),
+    ] = None,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
     from streams.bench.quality import CHROMA, run_quality
@@ -161,6 +169,7 @@ def quality(
             shared=_quality_corpus(shared, SHARED_CORPORA),
             loco=loco,
             contextual=contextual,
+            variants=variants or (),
         )
     if as_json:
         _emit_json(report)
@@ -215,9 +224,15 @@ def quality(
     if report["targets"]:
         t = report["targets"]
         out.print(f"best strategy {t['best_strategy']} vs {t['compared_with']}: {'met' if t['met'] else 'missed'}")
-        for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size", "semantic_vs_recursive_pool_size"):
-            if key in t:
-                out.print(_verdict_line(key, t[key]), highlight=False)
+        _verdicts(t)
+    for variant, part in report.get("variants", {}).items():
+        dropped = f", {part['dropped_questions']} dropped with their evidence" if part["dropped_questions"] else ""
+        out.print(f"[bold]variant {variant}[/] ({part['questions']} questions{dropped})")
+        for r in part["results"]:
+            out.print(f"  {r['name']}: recall {r['recall']:.3f}, IoU {r['iou']:.4f}, mean {r['mean_tokens']:.0f} tok")
+        _verdicts(part["targets"], indent="  ")
+        for name, reason in part["skipped"].items():
+            err.print(f"  [yellow]{variant}: {name} skipped:[/] {reason}", highlight=False)
     for name, reason in report["skipped"].items():
         err.print(f"[yellow]{name} skipped:[/] {reason}", highlight=False)
 
@@ -268,6 +283,22 @@ def gold(
     target.write_text(dump_gold(corpus), encoding="utf-8")
     spans = sum(len(q.spans) for q in corpus.questions)
     out.print(f"wrote {target}: {len(corpus.questions)} questions, {spans} spans, {corpus.text_chars} characters")
+
+
+def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
+    """The per-corpus verdicts of one pool: cluster's size, then the retrieval targets."""
+    size = targets.get("cluster_size")
+    if size:
+        if size["target_tokens"] is None:
+            out.print(f"{indent}cluster size: no target_tokens set, so no size target", highlight=False)
+        else:
+            means = ", ".join(f"{cid} {row['mean_tokens']:.0f}" for cid, row in size["corpora"].items())
+            off = f"{', '.join(size['off'])} more than {size['tolerance']:.0%} off"
+            verdict = "met" if size["met"] else f"missed: {off}"
+            out.print(f"{indent}cluster size (target {size['target_tokens']}): {verdict} ({means})", highlight=False)
+    for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size", "semantic_vs_recursive_pool_size"):
+        if key in targets:
+            out.print(indent + _verdict_line(key, targets[key]), highlight=False)
 
 
 def _verdict_line(key: str, verdict: dict[str, Any]) -> str:

@@ -637,6 +637,8 @@ def _embedding_targets(
     by_name = {r["name"]: r for r in results}
     targets: dict[str, Any] = {}
     cluster, chroma = by_name.get("cluster"), by_name.get("chroma_cluster_200")
+    if cluster:
+        targets["cluster_size"] = size_discipline(cluster, cluster_target_tokens())
     if cluster and chroma:
         versus = _versus(cluster, chroma, eval_set)
         targets["cluster_vs_chroma_cluster"] = {
@@ -677,6 +679,71 @@ def _embedding_targets(
     return targets
 
 
+#: How far a corpus's mean chunk size may stray from a strategy's stated target before it is flagged.
+SIZE_TOLERANCE = 0.2
+
+
+def cluster_target_tokens() -> int | None:
+    """`cluster`'s `target_tokens` as the settings configure it (None: it states no target)."""
+    from streams.bench import bench_settings
+    from streams.strategies import options_for
+
+    return getattr(options_for(bench_settings(), "cluster"), "target_tokens", None)
+
+
+def size_discipline(result: dict[str, Any], target: int | None) -> dict[str, Any]:
+    """Each corpus's mean and max chunk tokens against the stated target; a corpus whose mean is more
+    than SIZE_TOLERANCE off it is flagged (with no target, nothing is met: the size is the text's)."""
+    corpora = {
+        cid: {"mean_tokens": row["mean_tokens"], "max_tokens": row["max_tokens"]}
+        for cid, row in result.get("per_corpus", {}).items()
+    }
+    if target is None:
+        return {"target_tokens": None, "corpora": corpora, "off": sorted(corpora), "met": False}
+    off = sorted(cid for cid, row in corpora.items() if abs(row["mean_tokens"] - target) > SIZE_TOLERANCE * target)
+    return {"target_tokens": target, "tolerance": SIZE_TOLERANCE, "corpora": corpora, "off": off, "met": not off}
+
+
+#: The strategies and baselines scored again on each variant: those the size and variant targets name.
+VARIANT_STRATEGIES = ("semantic", "cluster")
+
+
+def _variant_report(
+    eval_set: EvalSet, variant: str, chosen: Sequence[str], k: int, tick: Callable[[str], None]
+) -> dict[str, Any]:
+    """One variant of the whole pool: `semantic` and `cluster` (those chosen), Chroma's cluster chunker
+    and the recursive split at `semantic`'s size, with the same targets as the original pool."""
+    from streams.bench import bench_embedder
+    from streams.bench.variants import variant_eval_set
+
+    shaped = variant_eval_set(eval_set, variant)
+    question_vectors = bench_embedder().encode([q.text for q in shaped.questions])
+    results: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
+    for name in (n for n in chosen if n in VARIANT_STRATEGIES):
+        tick(f"{variant}: {name}")
+        try:
+            chunks = strategy_chunks(name, shaped)
+            results.append({"name": name, "kind": "strategy", **evaluate(chunks, shaped, question_vectors, k)})
+        except Exception as exc:  # one failing strategy must not lose the variant; it is reported
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+    if any(r["name"] == "cluster" for r in results):
+        tick(f"{variant}: chroma_cluster_200")
+        scored = evaluate(chroma_cluster_chunks(shaped, 200), shaped, question_vectors, k)
+        results.append({"name": "chroma_cluster_200", "kind": "baseline", **scored, "params": {"max_chunk_size": 200}})
+    targets = _embedding_targets(shaped, question_vectors, k, results, tick)
+    for result in results:
+        result.pop(PER_QUESTION, None)
+    dropped = len(eval_set.questions) - len(shaped.questions)
+    return {
+        "questions": len(shaped.questions),
+        "dropped_questions": dropped,
+        "results": results,
+        "targets": targets,
+        "skipped": skipped,
+    }
+
+
 def run_quality(
     corpus: Path | None,
     k: int = 5,
@@ -687,6 +754,7 @@ def run_quality(
     shared: Path | None = None,
     loco: bool = False,
     contextual: bool = False,
+    variants: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
@@ -694,7 +762,10 @@ def run_quality(
 
     `corpora` picks the pool: Chroma's corpora from `corpus` (questions_df.csv) and/or the gold corpora
     rebuilt from `shared` (../shared/corpora). Every question retrieves from the whole pool, so adding
-    corpora makes retrieval harder for all of them; Chroma's figures alone need `corpora=("chroma",)`."""
+    corpora makes retrieval harder for all of them; Chroma's figures alone need `corpora=("chroma",)`.
+
+    `variants` (streams.bench.variants, other than `original`) scores the pool again in each shape: the
+    whole pool transformed at once, so retrieval is as hard as on the original."""
     from streams.bench import bench_embedder
     from streams.core.chunkers import STRATEGIES
 
@@ -716,9 +787,12 @@ def run_quality(
     if unknown:
         raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
     from streams.bench.loco import GRIDS
+    from streams.bench.variants import ORIGINAL, parse_variants
 
+    shapes = [v for v in parse_variants(variants) if v != ORIGINAL] if variants else []
     grid_steps = sum(len(GRIDS.get(n, [{}])) for n in chosen) if loco else 0
-    total = len(chosen) + (len(RECURSIVE_SIZES) + 5 if baselines else 0) + 1 + grid_steps
+    per_variant = sum(n in VARIANT_STRATEGIES for n in chosen) + 3
+    total = len(chosen) + (len(RECURSIVE_SIZES) + 5 if baselines else 0) + 1 + grid_steps + per_variant * len(shapes)
     done = 0
 
     def tick(description: str) -> None:
@@ -760,6 +834,7 @@ def run_quality(
             targets = _baselines(eval_set, question_vectors, k, results, tick)
         except ImportError as exc:
             skipped["baselines"] = f"ImportError: {exc} (pip install 'streams[bench]')"
+    variant_reports = {v: _variant_report(eval_set, v, chosen, k, tick) for v in shapes}
     if progress:
         progress("done", total, total)
     for result in results:
@@ -777,6 +852,7 @@ def run_quality(
         "skipped": skipped,
         "targets": targets,
         "loco": loco_report,
+        "variants": variant_reports,
         "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
         "embed_model": embedder.model_name,
     }
