@@ -65,6 +65,15 @@ def test_errors_are_one_line_without_traceback(args: list[str], message: str) ->
     assert message in lines[0].lower() and "Traceback" not in done.stderr
 
 
+def test_streams_debug_shows_the_traceback_the_one_line_hides() -> None:
+    quiet = streams("chunk", "/nonexistent/file.txt", timeout=60)
+    loud = streams("chunk", "/nonexistent/file.txt", env={"STREAMS_DEBUG": "1"}, timeout=60)
+    assert quiet.returncode == loud.returncode != 0
+    assert "Traceback" not in quiet.stderr and "Traceback (most recent call last)" in loud.stderr
+    [line] = quiet.stderr.strip().splitlines()
+    assert line.removeprefix("error: ") in loud.stderr  # the same error, with where it came from
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
