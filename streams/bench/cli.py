@@ -753,7 +753,18 @@ def _print_ingest(report: dict[str, Any]) -> None:
         f"{report['amended_documents']} ({report['amended_pages']} pages); {report['threads']} embedding threads"
     )
     table = Table(title=title)
-    columns = ("pipeline", "phase", "seconds", "pages/s", "CPU s", "wall/(CPU/cores)", "vectors", "embedded", "stale")
+    columns = (
+        "pipeline",
+        "phase",
+        "seconds",
+        "pages/s",
+        "CPU s",
+        "others' CPU s",
+        "wall/(CPU/cores)",
+        "vectors",
+        "embedded",
+        "stale",
+    )
     for column in columns:
         table.add_column(column, justify="left" if column in {"pipeline", "phase"} else "right", no_wrap=True)
     for r in report["results"]:
@@ -764,6 +775,7 @@ def _print_ingest(report: dict[str, Any]) -> None:
             f"{r['seconds']:.2f}",
             f"{r['pages_per_s']:.1f}",
             f"{r['cpu_s_total']:.1f}",
+            f"{r['others_cpu_s']:.1f}" if "others_cpu_s" in r else "",
             f"{ratio:.2f}" if ratio else "",
             str(r["vectors_written"]),
             str(r["texts_embedded"]),
@@ -781,3 +793,11 @@ def _print_ingest(report: dict[str, Any]) -> None:
     for key in ("wall_vs_cpu_per_core", "superseded_vectors"):
         verdict = report["targets"][key]
         out.print(f"{key}: target {verdict['target']}: {'met' if verdict['met'] else 'missed'}")
+    busy = [r for r in report["results"] if r.get("machine_cpu_s") and r["others_cpu_s"] > 0.1 * r["machine_cpu_s"]]
+    if busy:
+        share = max(r["others_cpu_s"] / r["machine_cpu_s"] for r in busy)
+        err.print(
+            f"[yellow]other jobs took up to {share:.0%} of the machine's busy CPU during a phase:[/] "
+            "compare the CPU seconds; the rates and wall/(CPU/cores) depend on what else ran",
+            highlight=False,
+        )

@@ -271,6 +271,34 @@ def _token_count() -> Callable[[str], int]:
     return lambda text: len(encoding.encode_ordinary(text))
 
 
+def machine_cpu_s() -> float | None:
+    """CPU seconds the whole machine has been busy (every process, ours or not, and time the hypervisor
+    stole), from /proc/stat; None without it. Over a phase, this minus the pipeline's own CPU is what other
+    jobs took: the machine is shared, and a pipeline cannot keep cores busy that others hold."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle and iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _machine(before: float | None, after: float | None, seconds: float, own: float) -> dict[str, Any]:
+    """What the machine did over a phase: busy CPU seconds, the share other jobs took, and how busy its
+    cores were (1.0: never idle)."""
+    if before is None or after is None:
+        return {}
+    from streams.bench.pipeline import usable_cores
+
+    busy = after - before
+    return {
+        "machine_cpu_s": busy,
+        "others_cpu_s": max(0.0, busy - own),
+        "machine_busy_share": busy / (seconds * (os.cpu_count() or usable_cores())),
+    }
+
+
 # --- the peers -------------------------------------------------------------------------------------
 
 
@@ -450,10 +478,11 @@ def run_peer(
         for phase, docs, page_count in (("first_ingest", first, pages[0]), ("amendments", amended, pages[1])):
             if progress:
                 progress(f"{name}: {phase.replace('_', ' ')} of {len(docs)} documents", 0, 1)
-            calls, texts, load = counter.calls, counter.texts, os.getloadavg()[0]
+            calls, texts, load, machine = counter.calls, counter.texts, os.getloadavg()[0], machine_cpu_s()
             cpu, started = time.process_time(), time.perf_counter()
             written = peer.ingest(docs)
             seconds, cpu_s = time.perf_counter() - started, time.process_time() - cpu
+            shared = _machine(machine, machine_cpu_s(), seconds, cpu_s)
             result: dict[str, Any] = {
                 "pipeline": name,
                 "phase": phase,
@@ -470,6 +499,7 @@ def run_peer(
                 "vectors_stored": sum(1 for doc_id, _ in peer.rows() if doc_id in ids),
                 "texts_embedded": counter.texts - texts,
                 "embed_calls": counter.calls - calls,
+                **shared,
             }
             results.append(result)
         current = {d.doc_id: d for d in first} | {d.doc_id: d for d in amended}
@@ -692,7 +722,7 @@ def run_streams(
                     groups = pipeline.pids()
                     embedded_before, load = _embedded_texts(port), os.getloadavg()[0]
                     cpu_before, bench_before = group_cpu_seconds(groups), time.process_time()
-                    started = time.time()
+                    machine, started = machine_cpu_s(), time.time()
                     _publish(publisher, settings, pages)
                     finished = _wait_current(
                         settings,
@@ -704,7 +734,7 @@ def run_streams(
                         progress,
                     )
                     cpu_after, bench_after = group_cpu_seconds(groups), time.process_time()
-                    seconds = finished - started
+                    machine_after, seconds = machine_cpu_s(), finished - started
                     cpu = {k: cpu_after[k] - cpu_before[k] for k in cpu_before} if cpu_before and cpu_after else {}
                     cpu["bench"] = bench_after - bench_before
                     total = sum(cpu.values())
@@ -728,6 +758,7 @@ def run_streams(
                             "vectors_written": len(plan_phase.vectors),
                             "vectors_stored": want.vectors - len(warm_plan.vectors),
                             "texts_embedded": int(_embedded_texts(port) - embedded_before),
+                            **_machine(machine, machine_after, seconds, total),
                         }
                     )
                 results[-1].update(_correctness(settings, superseded_ids, latest_ids))
