@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -104,30 +105,71 @@ def test_a_collector_that_times_out_says_where_each_group_stood(tmp_path) -> Non
             collector.close()
 
 
-def test_metrics_endpoint_counts_what_was_processed(tmp_path) -> None:
+def _scrape_until(port: int, done, timeout: float = 60) -> str:
+    """The metrics of `port` once `done(text)` holds (they lag the bus by a batch or a commit)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, text = _scrape(port)
+        if done(text) or time.monotonic() > deadline:
+            return text
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def metered(bus: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """A pipeline with a sink, every process serving its metrics, after three documents and a bad page."""
     docs = [make_pages(f"m{n}", ["word " * 300] * (n + 1)) for n in range(3)]
     pages = [p for d in docs for p in d]
-    with LocalPipeline(pipeline_settings(tmp_path), ["window"], metrics=True) as pipeline:
-        publish_pages(pipeline.settings, pages)
+    settings = pipeline_settings(tmp_path_factory.mktemp("metrics"), sink_assignment="manual")
+    with LocalPipeline(settings, ["window"], sinks=["mongo"], metrics=True) as pipeline:
+        publish_pages(pipeline.settings, [*pages, (b"bad", b'{"doc_id": "bad", ')])  # one invalid JSON page
         collector = Collector(pipeline.settings)
         result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=120)
+        while not result.dead and collector.poll(1.0):
+            pass
         collector.close()
-        chunks = len(result.records())
-        assembler, chunker = pipeline.metrics_ports["assembler"], pipeline.metrics_ports["chunker:window"]
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            _, text = _scrape(chunker)
-            if _value(text, "streams_chunks_total", strategy="window") >= chunks:
-                break
-            time.sleep(0.5)
-        _, assembled = _scrape(assembler)
-        assert _value(assembled, "streams_records_in_total", role="assembler", topic="pages.cleaned") == len(pages)
-        assert _value(assembled, "streams_records_out_total", role="assembler", topic="documents.assembled") == 3
-        assert _value(text, "streams_chunks_total", strategy="window") == chunks
-        assert _value(text, "streams_processing_latency_seconds_count", stage="page_to_chunk") == 3
-        assert re.search(
-            r'streams_consumer_lag\{group="streams-chunker-window",partition="\d",topic="documents.assembled"\}', text
-        )
-        assert _scrape(chunker, "/healthz")[0] == 200
-        assert _scrape(chunker, "/readyz")[0] == 200
-        assert _scrape(chunker, "/nope")[0] == 404
+        yield {"pipeline": pipeline, "pages": pages, "result": result}
+
+
+def test_metrics_endpoint_counts_what_was_processed(metered: dict) -> None:
+    """Every worker and sink serves /metrics and /healthz; the counters match what went through."""
+    pipeline, pages, result = metered["pipeline"], metered["pages"], metered["result"]
+    chunks = len(result.records())
+    ports = pipeline.metrics_ports
+    assembler, chunker, sink = ports["assembler"], ports["chunker:window"], ports["sink:mongo"]
+    text = _scrape_until(chunker, lambda t: _value(t, "streams_chunks_total", strategy="window") >= chunks)
+    stored = _scrape_until(
+        sink, lambda t: _value(t, "streams_documents_indexed_total", store="mongo", outcome="indexed") >= 3
+    )
+    _, assembled = _scrape(assembler)
+    assert _value(assembled, "streams_records_in_total", role="assembler", topic="pages.cleaned") == len(pages) + 1
+    assert _value(assembled, "streams_records_out_total", role="assembler", topic="documents.assembled") == 3
+    [letter] = result.dead
+    assert (letter.stage, letter.reason_code) == ("assembly", "invalid_json")
+    assert _value(assembled, "streams_dead_letters_total", stage="assembly", reason="invalid_json") == 1
+    assert _value(text, "streams_chunks_total", strategy="window") == chunks
+    assert _value(text, "streams_processing_latency_seconds_count", stage="page_to_chunk") == 3
+    assert re.search(
+        r'streams_consumer_lag\{group="streams-chunker-window",partition="\d",topic="documents.assembled"\}', text
+    )
+    # the sink: every chunk consumed and stored, every document reported indexed in its store
+    assert _value(stored, "streams_records_in_total", role="sink-mongo", topic="chunks.created") == chunks
+    assert _value(stored, "streams_documents_indexed_total", store="mongo", outcome="indexed") == 3
+    assert _value(stored, "streams_processing_latency_seconds_count", stage="chunk_to_stored") == chunks
+    for port in (assembler, chunker, sink):
+        assert _scrape(port, "/healthz")[0] == 200
+    for port in (assembler, chunker):
+        assert _scrape(port, "/readyz")[0] == 200
+    assert _scrape(chunker, "/nope")[0] == 404
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the sink's /readyz asks its consumer for the assignment from the metrics thread; confluent-kafka "
+    "2.16 lets one thread at a time into a consumer, and the sink's loop is always inside consume()",
+)
+def test_a_sink_answers_readyz_while_it_waits_for_records(metered: dict) -> None:
+    """What a readiness probe (deploy/k8s gives it 3 s) needs: an answer while the sink idles on a caught-up topic."""
+    sink = metered["pipeline"].metrics_ports["sink:mongo"]
+    assert _scrape(sink, "/healthz")[0] == 200
+    assert _scrape(sink, "/readyz")[0] == 200
