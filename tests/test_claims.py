@@ -1,0 +1,218 @@
+"""docs/claims.md, the matrix of what the README and the docs promise against the tests that prove it, kept
+honest: every row names tests, every named test exists (found with ast, in test classes too; a
+parametrized id names its function), a claim listed as holding names no expected failure and one listed as
+not holding names only strict ones, and the claims the README and the docs make stay in the matrix."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CLAIMS = REPO / "docs" / "claims.md"
+#: The table whose rows are claims that do not hold yet (each proven by a strict expected failure).
+BROKEN = "Claims that do not hold yet"
+TEST_REF = re.compile(r"`(tests/[\w/]+\.py)::((?:\w+::)?\w+)(?:\[[^\]`]*\])?`")
+
+#: What the README and the docs promise, by where they say it: each must appear in some claim of the
+#: matrix. A word gone from its page makes this list stale, and the test says so.
+KEYWORDS: dict[str, list[str]] = {
+    "README.md": [
+        "dead-letter",
+        "original bytes",
+        "is_latest_version",
+        "replay",
+        "deterministic",
+        "byte for byte",
+        "streams audit",
+        "--repair",
+        "one line and a",
+        "streams demo",
+        "streams chunk",
+        "streams tail",
+        "STREAMS_DEBUG",
+        "KEDA",
+        "docker compose",
+        "Apache Kafka 4.4.0",
+        "web console",
+    ],
+    "docs/operations.md": [
+        "0.5 s",
+        "30 s",
+        "the last lines of its log",
+        "5 times within 60 s",
+        "exit 78",
+        "streams_role_restarts_total",
+        "streams_role_state",
+        "/metrics",
+        "/healthz",
+        "/readyz",
+        "streams_dead_letters_total",
+        "--watch",
+        "--since",
+        "streams status",
+        "masked",
+        "STREAMS_UI_TOKEN",
+        "--writable",
+        "exactly_once",
+    ],
+    "docs/bus.md": [
+        "never_assembled",
+        "not_chunked",
+        "orphan",
+        "rows_missing",
+        "vectors_missing",
+        "wrong_latest",
+        "unreported",
+        "dead_lettered",
+        "not_applicable",
+        "documents.indexed",
+        "STREAMS_MAX_PENDING_BYTES",
+        "STREAMS_ASSEMBLY_TIMEOUT_S",
+        "STREAMS_DELETE_SUPERSEDED_VECTORS",
+        "streams_audit_gaps",
+        "Confluent framing",
+        "exactly_once",
+    ],
+}
+
+
+@dataclass
+class Row:
+    section: str
+    line: int
+    claim: str
+    tests: list[tuple[str, str]] = field(default_factory=list)  # (file, function or Class::function)
+
+
+def parse(text: str) -> list[Row]:
+    """The rows of every `claim | where | proven by` table, with the heading each sits under."""
+    rows, section = [], ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("## "):
+            section = line[3:].strip()
+        if not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] in ("claim", "") or set(cells[0]) <= {"-", ":"}:
+            continue  # a header or its separator
+        assert len(cells) == 3, f"docs/claims.md:{number}: a row is claim | where | proven by"
+        rows.append(Row(section, number, cells[0], TEST_REF.findall(cells[2])))
+    return rows
+
+
+@cache
+def functions_of(path: Path) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Every test function of a file by pytest's name for it: `test_x`, or `TestClass::test_x`."""
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+            found[node.name] = node
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test"):
+                    found[f"{node.name}::{item.name}"] = item
+    return found
+
+
+def strict_xfail(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | None:
+    """None without an xfail mark, else whether it is strict."""
+    for decorator in function.decorator_list:
+        call = decorator if isinstance(decorator, ast.Call) else None
+        target = call.func if call else decorator
+        if isinstance(target, ast.Attribute) and target.attr == "xfail":
+            strict = [k.value for k in (call.keywords if call else []) if k.arg == "strict"]
+            return bool(strict) and isinstance(strict[0], ast.Constant) and strict[0].value is True
+    return None
+
+
+def problems(rows: list[Row], root: Path = REPO) -> list[str]:
+    """What is wrong with the matrix: rows without tests, tests that do not exist, marks that disagree."""
+    found = []
+    for row in rows:
+        where = f"docs/claims.md:{row.line} ({row.claim[:50]})"
+        if not row.tests:
+            found.append(f"{where}: names no test")
+        for file, name in row.tests:
+            path = root / file
+            if not path.is_file():
+                found.append(f"{where}: {file} does not exist")
+                continue
+            function = functions_of(path).get(name)
+            if function is None:
+                found.append(f"{where}: {file} has no test {name}")
+                continue
+            mark = strict_xfail(function)
+            if row.section == BROKEN and mark is not True:
+                found.append(f"{where}: {name} must be xfail(strict=True) to stand for a claim that does not hold")
+            if row.section != BROKEN and mark is not None:
+                found.append(f"{where}: {name} is an expected failure, which proves nothing")
+    claims = [row.claim for row in rows]
+    found += [f"docs/claims.md: claimed twice: {claim[:60]}" for claim in {c for c in claims if claims.count(c) > 1}]
+    return found
+
+
+def rows() -> list[Row]:
+    return parse(CLAIMS.read_text(encoding="utf-8"))
+
+
+def test_every_claim_names_tests_that_exist() -> None:
+    matrix = rows()
+    assert len(matrix) >= 40 and sum(len(r.tests) for r in matrix) >= 100
+    assert any(r.section == BROKEN for r in matrix), f"the table {BROKEN!r} is gone: keep it, even empty of rows"
+    assert not problems(matrix), "\n".join(problems(matrix))
+
+
+@pytest.mark.parametrize("page", sorted(KEYWORDS))
+def test_the_claims_of_each_page_are_in_the_matrix(page: str) -> None:
+    text = " ".join((REPO / page).read_text(encoding="utf-8").split())
+    stale = [word for word in KEYWORDS[page] if word not in text]
+    assert not stale, f"{page} no longer says {stale}: update KEYWORDS in tests/test_claims.py"
+    claimed = " ".join(row.claim for row in rows() if row.tests)
+    missing = [word for word in KEYWORDS[page] if word.lower() not in claimed.lower()]
+    assert not missing, f"claims of {page} with no row in docs/claims.md: {missing}"
+
+
+def test_the_checker_finds_each_kind_of_mistake(tmp_path: Path) -> None:
+    """On a matrix and test files of its own: the check above can fail, for each reason it gives."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "import pytest\n\n"
+        "def test_plain(): pass\n\n"
+        "@pytest.mark.parametrize('n', [1, 2])\ndef test_many(n): pass\n\n"
+        "class TestGroup:\n    def test_inside(self): pass\n\n"
+        "@pytest.mark.xfail(strict=True, reason='not yet')\ndef test_broken(): pass\n\n"
+        "@pytest.mark.xfail(reason='maybe')\ndef test_loose(): pass\n",
+        encoding="utf-8",
+    )
+    text = (
+        "## Holds\n\n| claim | where | proven by |\n|---|---|---|\n"
+        "| parametrized, in a class | R | `tests/test_a.py::test_many[2]` `tests/test_a.py::TestGroup::test_inside` |\n"
+        "| no test | R | nothing yet |\n"
+        "| a missing file | R | `tests/test_gone.py::test_plain` |\n"
+        "| a missing function | R | `tests/test_a.py::test_gone` |\n"
+        "| an expected failure | R | `tests/test_a.py::test_broken` |\n"
+        "| no test | R | `tests/test_a.py::test_plain` |\n"
+        f"\n## {BROKEN}\n\n| claim | where | proven by |\n|---|---|---|\n"
+        "| broken, shown | B | `tests/test_a.py::test_broken` |\n"
+        "| broken, loosely | B | `tests/test_a.py::test_loose` |\n"
+    )
+    matrix = parse(text)
+    assert matrix[0].tests == [("tests/test_a.py", "test_many"), ("tests/test_a.py", "TestGroup::test_inside")]
+    found = problems(matrix, tmp_path)
+    expected = [
+        "(no test): names no test",
+        "tests/test_gone.py does not exist",
+        "has no test test_gone",
+        "test_broken is an expected failure",
+        "test_loose must be xfail(strict=True)",
+        "claimed twice: no test",
+    ]
+    for reason in expected:
+        assert sum(reason in line for line in found) == 1, (reason, found)
+    assert len(found) == len(expected), found
