@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.progress import Progress
 from streams.core.events import DocType, PageEvent
 from streams.ops.progress import progress_bar
 from streams.settings import Settings
+
+if TYPE_CHECKING:
+    from streams.ops.audit import Ledger
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
@@ -466,14 +469,17 @@ def status(
     out.print(table)
 
 
-def _audited(strategy: list[str] | None, settings: Settings, stores: list[str]) -> tuple[list[str], str]:
-    """The strategies to check (named, or what is deployed) and the line that says what was audited."""
+def _audited(
+    strategy: list[str] | None, settings: Settings, stores: list[str], ledger: Ledger | None = None
+) -> tuple[list[str], str]:
+    """The strategies to check (named, or what is deployed) and the line that says what was audited.
+    Given the ledger the audit reads anyway, finding the deployed strategies reads no topic again."""
     from streams.ops.audit import deployed_strategies
 
     if strategy:
         chosen, source = _strategies(strategy, settings), "--strategy"
     else:
-        chosen, source = deployed_strategies(settings)
+        chosen, source = deployed_strategies(settings, ledger)
     line = f"auditing {', '.join(chosen) or 'no strategy'} (from {source}) in {', '.join(stores) or 'no store'}"
     return chosen, line
 
@@ -526,21 +532,24 @@ def audit(
     stores: StoresOpt = "mongo,vectors",
 ) -> None:
     """Check every document version on the pages topic against manifests and stores; exit 1 while gaps remain."""
-    from streams.ops.audit import UNREPAIRABLE, audit_stores, repair
+    from streams.ops.audit import UNREPAIRABLE, audit_stores, read_ledger, repair
     from streams.ops.audit import audit as run_audit
     from streams.ops.replay import parse_from
     from streams.runtime import metrics
 
     settings = Settings()
     names = [s for s in stores.split(",") if s]
-    chosen, line = _audited(strategy, settings, names)
-    err.print(line, highlight=False, soft_wrap=True)  # stderr: a --json object on stdout stays alone
     since_ms = parse_from(since) if since else None
     opened = audit_stores(settings, names)
     try:
         with _progress() as progress:
             task = progress.add_task("reading the ledger", total=None)
-            report, ledger = run_audit(settings, chosen, opened, since_ms, lambda: progress.advance(task))
+            started = time.perf_counter()
+            ledger = read_ledger(settings, since_ms, lambda: progress.advance(task))
+            chosen, line = _audited(strategy, settings, names, ledger)
+            progress.console.print(line, highlight=False, soft_wrap=True)  # stderr: --json's stdout stays alone
+            report, ledger = run_audit(settings, chosen, opened, ledger=ledger)
+            report.seconds = time.perf_counter() - started  # the ledger's read included
             repaired = None
             if fix and any(g.kind not in UNREPAIRABLE for g in report.gaps):
                 progress.update(task, description="repairing", total=len(report.gaps), completed=0)
