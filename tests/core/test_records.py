@@ -272,3 +272,14 @@ def test_the_manifest_of_a_skipped_document_expects_nothing_and_says_why() -> No
 )
 def test_the_embedded_text_carries_the_heading_path_once(text: str, path: tuple[str, ...], embedded: str) -> None:
     assert embedding_text(text, path) == embedded
+
+
+def test_non_default_options_are_another_lineage_in_every_id() -> None:
+    """Options off the seed's defaults add their fingerprint as a last id part; the defaults add nothing."""
+    plain, tuned = strategy_chunker("window"), strategy_chunker("window", chunk_size_words=100)
+    assert plain.lineage == "" and tuned.lineage
+    draft = [ChunkDraft(text="Alpha beta.", char_start=0, char_end=11)]
+    (record,) = build_records(_two_page_doc(), tuned, draft)
+    parts = ("doc-9", "window", "3", "0", "0:11", "", "", "Alpha beta.")
+    assert record.chunk_id == "window-" + _recipe(*parts, tuned.lineage)[:32]
+    assert build_records(_two_page_doc(), plain, draft)[0].chunk_id == "window-" + _recipe(*parts)[:32]

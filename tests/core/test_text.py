@@ -62,6 +62,10 @@ def test_line_spans() -> None:
     assert line_spans("") == []
     # x0 x1 \n2 y3 y4 \n5 z6 z7, read in [3, 7): the last line ends at the bound, not at the text's end
     assert line_spans("xx\nyy\nzz", 3, 7) == [(3, 5), (6, 7)]
+    assert line_spans("xx\nyy\nzz\n", 3, 7) == [(3, 5), (6, 7)]  # the newline at 8 is past the bound
+    assert line_spans("\nab") == [(0, 0), (1, 3)]  # a newline at 0 is found, not taken for "none"
+    assert line_spans("\nx\r") == [(0, 0), (1, 2)]  # an empty first line never looks before the text
+    assert line_spans("a\r\nb", 2) == [(2, 2), (3, 4)]  # nor before its start
 
 
 def test_paragraph_spans() -> None:
@@ -119,6 +123,15 @@ def test_pack_spans_fills_chunks_up_to_the_maximum() -> None:
     assert pack_spans(PACK, [*PACK_UNITS, (14, 14)], words, 1, 5) == [(0, 11), (12, 14)]  # empty units dropped
     assert pack_spans(PACK, PACK_UNITS, words, 1, 6) == [(0, 14)]
     assert pack_spans(PACK, [], words, 1, 5) == []
+    assert pack_spans(PACK, [(5, 5)], words, 1, 5) == []  # an empty unit is no chunk
+    # min 2: "a b." (2) is long enough to close when "c d e." does not fit, so nothing is split
+    assert pack_spans(PACK, PACK_UNITS, words, 2, 4) == [(0, 4), (5, 14)]
+
+
+def test_pack_spans_keeps_a_unit_of_exactly_the_maximum_whole() -> None:
+    """A count with a cost per chunk (words + 1) is not additive: "a b" costs 3, "a" and " b" 2 each. At a
+    maximum of 3 the unit fits whole; split into words it would make two chunks."""
+    assert pack_spans("a b", [(0, 3)], lambda text: words(text) + 1, 1, 3) == [(0, 3)]
 
 
 def test_pack_spans_splits_a_unit_to_fill_a_short_chunk() -> None:
@@ -132,6 +145,8 @@ def test_pack_spans_lets_an_unsplittable_unit_stand_alone() -> None:
     assert pack_spans(text, [(0, 2), (3, 9)], len, 1, 3) == [(0, 2), (3, 9)]  # "ab" was long enough: closed
     assert pack_spans(text, [(0, 2), (3, 9)], len, 3, 3) == [(0, 2), (3, 9)]  # too short, but closed all the same
     assert pack_spans("abcdef", [(0, 6)], len, 1, 3) == [(0, 6)]
+    # after a unit that stood alone, the next one opens a fresh chunk: "gh" at 7, 2 characters
+    assert pack_spans("abcdef gh", [(0, 6), (7, 9)], len, 1, 3) == [(0, 6), (7, 9)]
 
 
 def test_pack_spans_tries_the_splitters_in_order_from_the_units_level() -> None:
@@ -146,8 +161,14 @@ def test_pack_spans_tries_the_splitters_in_order_from_the_units_level() -> None:
         calls.append(f"nothing {s}:{e}")
         return [(s, e)]
 
-    # 8 characters, at most 4 a chunk: split in halves once; the halves fit and never split again
-    assert pack_spans("abcdefgh", [(0, 8)], len, 4, 4, splitters=(nothing, halves)) == [(0, 4), (4, 8)]
+    # 8 characters, at most 2 a chunk. "nothing" gives one piece, so the first halving (splitter 1) splits;
+    # its halves are at level 2 and only splitter 2 may split them again, into quarters at level 3.
+    chunks = pack_spans("abcdefgh", [(0, 8)], len, 2, 2, splitters=(nothing, halves, halves))
+    assert chunks == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    assert calls == ["nothing 0:8", "halves 0:8", "halves 0:4", "halves 4:8"]
+    calls.clear()
+    # With two splitters the halves have nothing left to try: each stands alone, over the maximum.
+    assert pack_spans("abcdefgh", [(0, 8)], len, 2, 2, splitters=(nothing, halves)) == [(0, 4), (4, 8)]
     assert calls == ["nothing 0:8", "halves 0:8"]
 
 
@@ -198,6 +219,7 @@ def test_block_sentence_spans_never_cross_a_list_item_or_a_heading() -> None:
     assert block_sentence_spans(table) == [(0, 6), (7, 16), (17, 24), (25, 31)]
     assert block_sentence_spans("Ab cd. Ef gh.\n\nIj kl.") == [(0, 6), (7, 13), (15, 21)]
     assert block_sentence_spans("Ab cd. Ef gh.\n\nIj kl.", 15) == [(15, 21)]
+    assert block_sentence_spans("Ab cd. Ef gh.\n\nIj kl.", 0, 13) == [(0, 6), (7, 13)]
 
 
 def test_crosses_line_break() -> None:
@@ -235,7 +257,7 @@ def test_split_span_by_tokens_cuts_before_a_space() -> None:
     text = "aa bb cc dd ee"  # tokens at 0, 2, 5, 8, 11
     assert split_span_by_tokens(text, (0, 14), 2, *tokens_by(SPACE_LED)) == [(0, 5), (6, 11), (12, 14)]
     assert split_span_by_tokens(text, (0, 14), 5, *tokens_by(SPACE_LED)) == [(0, 14)]
-    assert split_span_by_tokens(" aa ", (0, 4), 5, *tokens_by(r"\s*\S+\s*")) == [(0, 4)]  # fits: untouched
+    assert split_span_by_tokens(" aa ", (0, 4), 1, *tokens_by(r"\s*\S+\s*")) == [(0, 4)]  # fits: untouched
     # the span starts at 3: "aa"(3) " bb"(5) " cc"(8)
     assert split_span_by_tokens("xx aa bb cc", (3, 11), 2, *tokens_by(SPACE_LED)) == [(3, 8), (9, 11)]
 
@@ -357,6 +379,8 @@ def test_path_at_and_nearest_heading_read_the_last_one_at_or_before() -> None:
         ("Other",),
     ]
     assert path_at([(5, ("X",))], 4) == () and path_at([(5, ("X",))], 5) == ("X",) and path_at([], 3) == ()
+    assert path_at([(5, ("Zeta",))], 5) == ("Zeta",)  # whatever the title sorts like
     headings = [(0, "Title"), (25, "Caption")]
     assert [nearest_heading(headings, p) for p in (0, 24, 25, 90)] == ["Title", "Title", "Caption", "Caption"]
     assert nearest_heading([(3, "T")], 2) == "" and nearest_heading([], 0) == ""
+    assert nearest_heading([(5, "Zeta")], 5) == "Zeta"
