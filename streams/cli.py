@@ -266,7 +266,7 @@ def sink(
         topics = known_groups(settings)[runner.group]
         serve(
             settings.metrics_port,
-            ready=lambda: bool(runner.consumer.assignment()),
+            ready=lambda: runner.has_partitions,
             lag=lambda: group_lag(settings, runner.group, topics, timeout=5),
         )
     err.print(f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}")

@@ -48,6 +48,7 @@ class SinkRunner:
         self.max_backoff_s = max_backoff_s
         self.codec = AvroCodec(settings.schema_registry_url)
         self.progress = SinkProgress()
+        self.has_partitions = False  # what /readyz reports: set by the consuming thread (`step`)
         self.tracker = Tracker(sink)
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
@@ -204,6 +205,9 @@ class SinkRunner:
 
     def step(self, stop: threading.Event, timeout: float = 0.5) -> int:
         messages = [m for m in self.consumer.consume(self.batch_size, timeout) if not m.error()]
+        # Read here, in the thread that owns the consumer: confluent-kafka lets one thread at a time into
+        # a consumer, so a probe asking it from another thread waits for consume() to return.
+        self.has_partitions = bool(self.consumer.assignment())
         if not messages:
             self._recheck()
             return 0

@@ -163,11 +163,6 @@ def test_metrics_endpoint_counts_what_was_processed(metered: dict) -> None:
     assert _scrape(chunker, "/nope")[0] == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the sink's /readyz asks its consumer for the assignment from the metrics thread; confluent-kafka "
-    "2.16 lets one thread at a time into a consumer, and the sink's loop is always inside consume()",
-)
 def test_a_sink_answers_readyz_while_it_waits_for_records(metered: dict) -> None:
     """What a readiness probe (deploy/k8s gives it 3 s) needs: an answer while the sink idles on a caught-up topic."""
     sink = metered["pipeline"].metrics_ports["sink:mongo"]
