@@ -1,5 +1,5 @@
-"""The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7) and for the
-embedded broker's empty fetches (point 8).
+"""The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
+embedded broker's empty fetches (point 8) and for exactly-once transactions (point 11).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -68,6 +68,15 @@ again from the committed offsets. Seven things break that, each silently:
    two assemblers). A real Kafka broker sends such an answer too. Here it means "join again", as aiokafka
    already does when a join yields no assignment.
 
+11. faust's, with `processing_guarantee="exactly_once"` (faust-streaming/faust#177): its transaction manager
+   picks the transaction of a record it sends by the *destination* partition, and only for topics the
+   app consumes. A record for any other topic (the assembler's documents, a chunker's chunks, manifests,
+   dead letters) found no transaction and went out on the plain producer, outside every transaction, so
+   "exactly once" was at-least-once; and a destination partition assigned to another replica named a
+   transaction this one does not have (a send error). Here a record sent while an event is processed
+   joins the transaction of that event's source partition, the one its offset is committed in, as Kafka
+   Streams does; without an event (a timer), faust's own choice stands.
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -83,8 +92,10 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.consumer.fetcher import Fetcher
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
+from faust import current_event
 from faust import streams as faust_streams
 from faust.sensors import Monitor
+from faust.transport.consumer import TransactionManager
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP, Message
 from intervaltree import IntervalTree
@@ -351,10 +362,47 @@ class SeekingConsumer(driver.Consumer):
         return super().ack(message)
 
 
+class SourceTransactionManager(TransactionManager):
+    """Point 11: a record sent while an event is processed goes in the transaction of its source partition."""
+
+    async def send(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        partition: int | None,
+        timestamp: float | None,
+        headers: Any,
+        *,
+        transactional_id: str | None = None,
+    ) -> Any:
+        event = current_event()
+        if event is not None:
+            source = event.message.tp
+            try:
+                group = self.app.assignor.group_for_topic(source.topic)
+            except KeyError:
+                group = None
+            tid = self.transactional_id_format.format(
+                group_id=self.app.conf.id, tpg=_TopicPartitionGroup(group, source.partition)
+            )
+            if group is not None and tid in getattr(self.producer, "_transaction_producers", {}):
+                return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
+        return await super().send(topic, key, value, partition, timestamp, headers)
+
+
+class _TopicPartitionGroup:
+    """What faust's `transactional_id_format` reads (`tpg.group`, `tpg.partition`)."""
+
+    def __init__(self, group: int | None, partition: int) -> None:
+        self.group, self.partition = group, partition
+
+
 class Transport(driver.Transport):
     """Set as `app.transport` right after the app is created (before any topic is declared)."""
 
     Consumer = SeekingConsumer
+    TransactionManager = SourceTransactionManager
 
     sparse_topics: frozenset[str] = frozenset()  # compacted topics read by agents (point 6 above)
 
@@ -366,7 +414,7 @@ class Transport(driver.Transport):
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-10, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-11, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -386,6 +434,9 @@ PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.consumer:AIOKafkaConsumer.start": "2f1ba70443327538",
     "aiokafka.consumer.group_coordinator:CoordinatorGroupRebalance.perform_group_join": "ff2c2109b2e9868d",
     "aiokafka.consumer.group_coordinator:GroupCoordinator._do_rejoin_group": "3cb016c98a087a71",
+    "faust.transport.consumer:TransactionManager.send": "b8d126be9f10fc69",
+    "faust.transport.consumer:TransactionManager.commit": "fbb29c3467ac8bfa",
+    "faust.transport.drivers.aiokafka:Producer.send": "0b5bd08f52e5e2a9",
 }
 
 

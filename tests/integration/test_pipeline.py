@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 
@@ -186,15 +185,9 @@ def test_second_run_gives_byte_identical_ids_and_checksums(first_run: dict, exac
     second: Collected = exactly_once_run["result"]
     first_ids = sorted((r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-"))
     second_ids = sorted((r.chunk_id, r.checksum) for r in second.records())
-    assert first_ids == second_ids and second.duplicates == 0
-    assert json.dumps(first_ids)  # ids are plain strings, printable by `streams tail --json`
+    assert first_ids and first_ids == second_ids and second.duplicates == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="faust sends records to a topic its app does not consume outside the transaction "
-    "(faust-streaming/faust#177): the workers' output carries no transaction yet",
-)
 def test_exactly_once_writes_the_workers_output_inside_transactions(exactly_once_run: dict) -> None:
     """What `exactly_once` promises: the assembler's documents and the chunker's chunks are written in
     transactions, so their topics hold the commit markers transactions leave (an offset with no record)."""
