@@ -257,21 +257,35 @@ class ClusterOptions(StrategyOptions):
         le=1.0,
         description="neighbouring clusters whose centroids are this alike join while they fit (none: never)",
     )
+    target_tokens: int | None = Field(
+        100,
+        ge=8,
+        le=100_000,
+        description="the chunk size cluster aims at whatever the text: cut above 1.5x, merge alike up to 1.25x, "
+        "join below 0.5x (none: merge alike up to max_tokens); by default within min_tokens..max_tokens",
+    )
     segmentation: Literal["threshold", "optimal"] = Field(
         "threshold",
         description="threshold: grow a cluster while the next sentence's mean similarity holds; optimal: the "
         "split into runs of at most max_tokens that maximises similarity inside runs (threshold unused)",
     )
 
-    @field_validator("merge_threshold", mode="before")
+    @field_validator("merge_threshold", "target_tokens", mode="before")
     @classmethod
     def _off(cls, value: Any) -> Any:
-        """`none` from the environment or a config file turns the second stage off."""
+        """`none` from the environment or a config file turns the second stage (or the target) off."""
         return None if isinstance(value, str) and value.strip().lower() in {"none", "null", "off"} else value
 
     @model_validator(mode="after")
     def _ordered(self) -> ClusterOptions:
         self._not_above("min_tokens", "max_tokens")
+        if self.target_tokens is not None and "target_tokens" not in self.model_fields_set:
+            # The default target within the bounds set (max_tokens 60 means chunks of at most 60).
+            clamped = min(max(self.target_tokens, self.min_tokens), self.max_tokens)
+            object.__setattr__(self, "target_tokens", clamped)
+        if self.target_tokens is not None:
+            self._not_above("min_tokens", "target_tokens")
+            self._not_above("target_tokens", "max_tokens")
         return self
 
 

@@ -19,6 +19,10 @@ _PARA_BREAK = re.compile(r"\n[ \t\r\f\v\u00a0]*\n")
 WORD = re.compile(r"\S+")
 # A sentence ends at . ! ? (plus closing quotes/brackets) before whitespace and a capital, digit or quote.
 _SENT_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[A-Z0-9$])")
+# In text without case (lowercased by an extraction step) no sentence starts with a capital: any letter.
+_SENT_END_CASELESS = re.compile(r"[.!?][\"'”’)\]]*(?=\s+[\"'“‘(\[]?[a-z0-9$])")
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
 _ABBREVIATIONS = frozenset(
     {
         *("mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e", "inc", "co", "corp"),
@@ -99,12 +103,20 @@ def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[S
     return spans
 
 
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
-    """Regex sentences (abbreviation and decimal aware), trimmed; always covers every word of the span."""
+def caseless(text: str) -> bool:
+    """True for text that has lost its case (fewer than one capital in 500 ASCII letters): a lowercased
+    export, where a capital can no longer tell where a sentence starts."""
+    upper = len(_UPPER.findall(text))
+    return upper * 500 < upper + len(_LOWER.findall(text))
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None, *, uncased: bool = False) -> list[Span]:
+    """Regex sentences (abbreviation and decimal aware), trimmed; always covers every word of the span.
+    `uncased` (see `caseless`): a sentence may start with a lowercase letter too."""
     stop = len(text) if end is None else end
     spans: list[Span] = []
     cursor = start
-    for match in _SENT_END.finditer(text, start, stop):
+    for match in (_SENT_END_CASELESS if uncased else _SENT_END).finditer(text, start, stop):
         word_start = text.rfind(" ", cursor, match.start()) + 1
         word = text[max(word_start, cursor) : match.start()].lower().lstrip("(\"'“")
         if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
@@ -222,17 +234,17 @@ def collapse_whitespace(text: str) -> str:
 _BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|={1,6}\s|\|))")
 
 
-def block_sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+def block_sentence_spans(text: str, start: int = 0, end: int | None = None, *, uncased: bool = False) -> list[Span]:
     """Sentences that never cross a paragraph, a list item, a heading or a table row.
 
     Paragraphs first (blank lines, so also page breaks of the document stream), then lines that
-    open a new block, then `sentence_spans` inside each block.
+    open a new block, then `sentence_spans` inside each block (`uncased` as there).
     """
     spans: list[Span] = []
     for p_start, p_end in paragraph_spans(text, start, end):
         cursor = p_start
         for cut in [m.start() for m in _BLOCK_LINE.finditer(text, p_start, p_end)] + [p_end]:
-            spans.extend(sentence_spans(text, cursor, cut))
+            spans.extend(sentence_spans(text, cursor, cut, uncased=uncased))
             cursor = cut
     return spans
 

@@ -64,7 +64,7 @@ def test_every_strategy_declares_options_with_seed_defaults() -> None:
             "cluster",
             {"max_size": 5},
             "cluster: unknown option 'max_size' (options: doc_types, threshold, min_tokens, max_tokens, "
-            "merge_threshold, segmentation)",
+            "merge_threshold, target_tokens, segmentation)",
         ),
         ("nonsense", {}, "unknown strategy 'nonsense'"),
     ],

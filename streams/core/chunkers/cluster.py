@@ -29,7 +29,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.4.0"
+    version = "1.5.0"
     heading_context = True
     strategy_label = "similarity_cluster"
     merge_within_blocks = True
@@ -38,6 +38,13 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     @property
     def breakpoint_type(self) -> str:
         return "mean_linkage"
+
+    @property
+    def unit_tokens(self) -> int:
+        """With a target, a run without sentence stops is cut where a chunk would be (1.5 x target), or
+        text without stops (a table's rows, a lowercased paste) would keep chunks at `max_tokens`."""
+        target = self.options.target_tokens
+        return self.options.max_tokens if target is None else min(self.options.max_tokens, round(TARGET_HIGH * target))
 
     @property
     def threshold_amount(self) -> float:
@@ -64,17 +71,101 @@ class ClusterChunker(_SentenceEmbeddingChunker):
         self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
     ) -> list[_Group]:
         """The second stage of the clustering: neighbouring clusters whose centroids are at least
-        `merge_threshold` alike join, the most alike pair first, while the union fits `max_tokens`. The
-        first stage compares single sentences with a cluster, which rarely reaches the threshold, so
-        without this the size bounds alone set most boundaries: a run on one topic stays in pieces
-        while unrelated crumbs are glued together."""
-        if self.options.merge_threshold is None or len(groups) < 2:
-            return groups
+        `merge_threshold` alike join, the most alike pair first. The first stage compares single sentences
+        with a cluster, which rarely reaches the threshold, so without this the size bounds alone set most
+        boundaries: a run on one topic stays in pieces while unrelated crumbs are glued together.
+
+        With `target_tokens`, size follows the target rather than the text's homogeneity: clusters past
+        1.5 x target are cut first where their neighbouring sentences are least alike, merging stops at
+        1.25 x target instead of `max_tokens`, and what is left under half the target joins its more alike
+        neighbour. On text where every sentence is about one subject nearly all neighbours are alike, and
+        merging up to the maximum made chunks of 150 to 250 tokens there while other text got 80."""
 
         def tokens(g: _Group) -> int:
             return counter(units[g.first][0], units[g.last][1])
 
-        return merge_alike(groups, vectors, tokens, self.options.merge_threshold, self.options.max_tokens)
+        target = self.options.target_tokens
+        if target is None:
+            if self.options.merge_threshold is None or len(groups) < 2:
+                return groups
+            return merge_alike(groups, vectors, tokens, self.options.merge_threshold, self.options.max_tokens)
+        most = self.options.max_tokens
+        high, low = min(most, round(TARGET_HIGH * target)), round(TARGET_LOW * target)
+        groups = cut_to_size(groups, vectors, tokens, high, low)
+        if self.options.merge_threshold is not None and len(groups) > 1:
+            limit = min(most, round(TARGET_MERGE * target))
+            groups = merge_alike(groups, vectors, tokens, self.options.merge_threshold, limit)
+        return join_crumbs(groups, vectors, tokens, low, high)
+
+
+#: `target_tokens`' band, as multiples of the target: cut above HIGH, merge alike up to MERGE, and join
+#: what is under LOW to a neighbour.
+TARGET_HIGH, TARGET_MERGE, TARGET_LOW = 1.5, 1.25, 0.5
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    denom = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
+    return round(float(a @ b) / denom, ROUND)
+
+
+def cut_to_size(
+    groups: list[_Group], vectors: np.ndarray, tokens: Callable[[_Group], int], high: int, low: int
+) -> list[_Group]:
+    """Every group over `high` tokens cut, again and again, at the sentence boundary whose two sides (two
+    sentences each) are least alike among those leaving at least `low` tokens on both sides (the most
+    even cut when none does); a tie takes the more even cut, then the one further left."""
+    out: list[_Group] = []
+    pending = list(reversed(groups))
+    while pending:
+        g = pending.pop()
+        if g.last == g.first or tokens(g) <= high:
+            out.append(g)
+            continue
+        best: tuple[bool, float, int, int] | None = None
+        for k in range(g.first + 1, g.last + 1):
+            left, right = tokens(_Group(g.first, k - 1, "")), tokens(_Group(k, g.last, ""))
+            before = vectors[max(g.first, k - 2) : k].astype(np.float64).sum(axis=0)
+            after = vectors[k : min(g.last, k + 1) + 1].astype(np.float64).sum(axis=0)
+            key = (min(left, right) < low, _cosine(before, after), abs(left - right), k)
+            if best is None or key < best:
+                best = key
+        assert best is not None
+        k = best[3]
+        pending.append(_Group(k, g.last, g.reason))
+        pending.append(_Group(g.first, k - 1, "target_tokens"))
+    return out
+
+
+def join_crumbs(
+    groups: list[_Group], vectors: np.ndarray, tokens: Callable[[_Group], int], low: int, limit: int
+) -> list[_Group]:
+    """Left to right, a group under `low` tokens joins its more alike neighbour (the other one when only
+    that union fits `limit`); a group that fits with neither stays."""
+    out = list(groups)
+    i = 0
+    while i < len(out) and len(out) > 1:
+        g = out[i]
+        if tokens(g) >= low:
+            i += 1
+            continue
+        options = []
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(out):
+                a, b = min(i, j), max(i, j)
+                union = _Group(out[a].first, out[b].last, out[b].reason)
+                if tokens(union) <= limit:
+                    sim = _cosine(
+                        vectors[g.first : g.last + 1].astype(np.float64).sum(axis=0),
+                        vectors[out[j].first : out[j].last + 1].astype(np.float64).sum(axis=0),
+                    )
+                    options.append((-sim, j, a, b, union))
+        if not options:
+            i += 1
+            continue
+        _, _, a, b, union = min(options, key=lambda o: (o[0], o[1]))
+        out[a : b + 1] = [union]
+        i = a
+    return out
 
 
 def merge_alike(
@@ -162,4 +253,4 @@ def optimal_groups(vectors: np.ndarray, tokens: Sequence[int], max_tokens: int) 
     return groups, mean
 
 
-__all__ = ["ClusterChunker", "merge_alike", "optimal_groups"]
+__all__ = ["ClusterChunker", "cut_to_size", "join_crumbs", "merge_alike", "optimal_groups"]

@@ -26,6 +26,7 @@ from streams.core.text import (
     WORD,
     Span,
     block_sentence_spans,
+    caseless,
     crosses_line_break,
     heading_paths,
     pack_units_exact,
@@ -116,22 +117,28 @@ class _SentenceEmbeddingChunker(Chunker):
             drafts = [replace(d, section_path=p) if (p := path_at(paths, d.char_start)) else d for d in drafts]
         return drafts
 
+    @property
+    def unit_tokens(self) -> int:
+        """The most tokens one sentence unit may hold: longer runs (a table, text without stops) are cut."""
+        return self.options.max_tokens
+
     def sentence_units(self, text: str) -> list[Span]:
-        """Sentences, each at most max_tokens (over-long runs hard-split by tokens)."""
-        spans = block_sentence_spans(text)
+        """Sentences, each at most `unit_tokens` (over-long runs hard-split by tokens); in lowercased text a
+        sentence may start lowercase, or a whole paragraph would be one over-long 'sentence'."""
+        spans = block_sentence_spans(text, uncased=caseless(text))
         counts = _count_many(self.tokenizer, [text[s:e] for s, e in spans])
         units: list[Span] = []
         for span, tokens in zip(spans, counts, strict=True):
-            if tokens <= self.options.max_tokens:
+            if tokens <= self.unit_tokens:
                 units.append(span)
                 continue
             # Even pieces, so no tail is a fragment; a piece cut at a token boundary can count a token
             # more on its own (BPE merges differ at the cut): cut again, a little shorter, until every
             # piece fits on the text it carries.
-            parts = -(-tokens // self.options.max_tokens)
-            limit = min(self.options.max_tokens, -(-tokens // parts) + 1)
+            parts = -(-tokens // self.unit_tokens)
+            limit = min(self.unit_tokens, -(-tokens // parts) + 1)
             pieces = self._cut(text, span, limit)
-            while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.options.max_tokens for a, b in pieces):
+            while limit > 8 and any(self.tokenizer.count(text[a:b]) > self.unit_tokens for a, b in pieces):
                 limit -= max(1, limit // 50)
                 pieces = self._cut(text, span, limit)
             units.extend(self._no_crumb_tail(text, pieces))
@@ -150,10 +157,10 @@ class _SentenceEmbeddingChunker(Chunker):
             return pieces
         joined = (pieces[-2][0], pieces[-1][1])
         tokens = count(text[joined[0] : joined[1]])
-        if tokens <= self.options.max_tokens:
+        if tokens <= self.unit_tokens:
             return [*pieces[:-2], joined]
         halves = _hard_split(self.tokenizer, text, joined, -(-tokens // 2) + 1)
-        if len(halves) == 2 and all(count(text[a:b]) <= self.options.max_tokens for a, b in halves):
+        if len(halves) == 2 and all(count(text[a:b]) <= self.unit_tokens for a, b in halves):
             return [*pieces[:-2], *halves]
         return pieces
 
@@ -298,7 +305,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.4.0"
+    version = "1.5.0"
     heading_context = True
     # A group under min_tokens joins the neighbour in its own paragraph before the more similar one:
     # small groups used to cross paragraphs, so a chunk ran a little past the passage it answered

@@ -221,8 +221,9 @@ def test_alike_neighbours_merge_most_alike_first_within_the_budget() -> None:
 def test_without_a_merge_threshold_the_second_stage_changes_nothing(embedder: Embedder) -> None:
     body = (FIXTURES / "topics.txt").read_text(encoding="utf-8").replace("\f", "\n\n")
     doc = make_doc([body])
-    plain = ClusterChunker(get_tokenizer(), min_tokens=10, max_tokens=150, merge_threshold=None, embedder=embedder)
-    staged = ClusterChunker(get_tokenizer(), min_tokens=10, max_tokens=150, merge_threshold=0.5, embedder=embedder)
+    common = {"min_tokens": 10, "max_tokens": 150, "target_tokens": None, "embedder": embedder}
+    plain = ClusterChunker(get_tokenizer(), merge_threshold=None, **common)
+    staged = ClusterChunker(get_tokenizer(), merge_threshold=0.5, **common)
     before, after = plain.chunk(doc), staged.chunk(doc)
     assert len(after) < len(before)  # a topic's sentences come together
     starts = {d.char_start for d in before}
