@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -679,6 +679,34 @@ def _embedding_targets(
     return targets
 
 
+def variant_eval_set(eval_set: EvalSet, name: str) -> EvalSet:
+    """The whole pool in one shape: every corpus transformed, every question's ranges mapped onto it
+    (a question whose evidence the variant removed entirely is dropped), each corpus as plain text of
+    one page (an ingested document's pages are joined as its stream already is)."""
+    from streams.bench.variants import ORIGINAL, VARIANTS, map_range, trimmed
+
+    if name == ORIGINAL:
+        return eval_set
+    transform = VARIANTS.get(name)
+    if transform is None:
+        raise BenchError(f"unknown variant {name!r}; known: {ORIGINAL}, {', '.join(VARIANTS)}")
+    corpora: dict[str, str] = {}
+    maps: dict[str, np.ndarray] = {}
+    for cid, text in eval_set.corpora.items():
+        corpora[cid], maps[cid] = transform(text)
+    questions: list[Question] = []
+    for q in eval_set.questions:
+        refs = []
+        for start, end in q.references:
+            mapped = map_range(maps[q.corpus_id], start, end)
+            kept = trimmed(corpora[q.corpus_id], *mapped) if mapped else None
+            if kept:
+                refs.append(kept)
+        if refs:
+            questions.append(Question(q.text, q.corpus_id, tuple(refs)))
+    return replace(eval_set, corpora=corpora, questions=questions, documents={}, reference_mismatches=0)
+
+
 #: How far a corpus's mean chunk size may stray from a strategy's stated target before it is flagged.
 SIZE_TOLERANCE = 0.2
 
@@ -714,7 +742,6 @@ def _variant_report(
     """One variant of the whole pool: `semantic` and `cluster` (those chosen), Chroma's cluster chunker
     and the recursive split at `semantic`'s size, with the same targets as the original pool."""
     from streams.bench import bench_embedder
-    from streams.bench.variants import variant_eval_set
 
     shaped = variant_eval_set(eval_set, variant)
     question_vectors = bench_embedder().encode([q.text for q in shaped.questions])

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from streams.bench import BenchError
-
-if TYPE_CHECKING:
-    from streams.bench.quality import EvalSet
 
 Mapped = tuple[str, np.ndarray]  # the variant's text, and each of its characters' source offset
 
@@ -134,32 +129,4 @@ def parse_variants(selection: Sequence[str]) -> list[str]:
     return [v for v in (ORIGINAL, *VARIANTS) if v in tokens]
 
 
-def variant_eval_set(eval_set: EvalSet, name: str) -> EvalSet:
-    """The whole pool in one shape: every corpus transformed, every question's ranges mapped onto it
-    (a question whose evidence the variant removed entirely is dropped), each corpus as plain text of
-    one page (an ingested document's pages are joined as its stream already is)."""
-    from streams.bench.quality import Question
-
-    if name == ORIGINAL:
-        return eval_set
-    transform = VARIANTS.get(name)
-    if transform is None:
-        raise BenchError(f"unknown variant {name!r}; known: {ORIGINAL}, {', '.join(VARIANTS)}")
-    corpora: dict[str, str] = {}
-    maps: dict[str, np.ndarray] = {}
-    for cid, text in eval_set.corpora.items():
-        corpora[cid], maps[cid] = transform(text)
-    questions: list[Question] = []
-    for q in eval_set.questions:
-        refs = []
-        for start, end in q.references:
-            mapped = map_range(maps[q.corpus_id], start, end)
-            kept = trimmed(corpora[q.corpus_id], *mapped) if mapped else None
-            if kept:
-                refs.append(kept)
-        if refs:
-            questions.append(Question(q.text, q.corpus_id, tuple(refs)))
-    return replace(eval_set, corpora=corpora, questions=questions, documents={}, reference_mismatches=0)
-
-
-__all__ = ["ORIGINAL", "VARIANTS", "map_range", "parse_variants", "variant_eval_set"]
+__all__ = ["ORIGINAL", "VARIANTS", "map_range", "parse_variants", "trimmed"]

@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from streams.ops.embedded import ServiceError
+from streams.ops.processes import ServiceError
 
 JAVA_MIN = 17
 

@@ -21,8 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streams.ops.embedded import EmbeddedProcess, ServiceError, free_port
 from streams.ops.jvm import cache_dir, fetch_once, java_binary, maven
+from streams.ops.processes import EmbeddedProcess, ServiceError, free_port
 
 #: The Apache Kafka release the project runs and tests on (the newest 4.x that aiokafka 0.14 and
 #: librdkafka 2.x speak to; Kafka 4 dropped protocol versions older than 2.1's and both clients are newer).

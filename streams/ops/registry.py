@@ -19,8 +19,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from streams.ops.embedded import EmbeddedProcess, ServiceError, free_port
 from streams.ops.jvm import cache_dir, fetch_once, java_binary, maven
+from streams.ops.processes import EmbeddedProcess, ServiceError, free_port
 
 APICURIO_VERSION = "3.0.9"
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams.bench import BenchError
-from streams.bench.quality import EvalSet, Question
+from streams.bench.quality import EvalSet, Question, variant_eval_set
 from streams.bench.variants import (
     VARIANTS,
     flat,
@@ -18,7 +18,6 @@ from streams.bench.variants import (
     one_paragraph,
     parse_variants,
     plain,
-    variant_eval_set,
     wrapped,
 )
 
