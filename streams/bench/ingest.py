@@ -471,8 +471,10 @@ def run_peer(
     """Both phases of one peer in this process: its figures per phase."""
     counter = CountingEmbedder(embedder)
     with tempfile.TemporaryDirectory(prefix=f"streams-bench-{name}-") as tmp:
+        begun = time.perf_counter()
         peer = _peer(name, Path(tmp), counter)
         peer.ingest([warm])  # tables created, everything imported: as streams' warm-up document does
+        startup_s = time.perf_counter() - begun
         results = []
         ids = {d.doc_id for d in first}
         for phase, docs, page_count in (("first_ingest", first, pages[0]), ("amendments", amended, pages[1])):
@@ -503,6 +505,7 @@ def run_peer(
             }
             results.append(result)
         current = {d.doc_id: d for d in first} | {d.doc_id: d for d in amended}
+        results[0]["startup_s"] = startup_s  # the model was loaded before, once for both peers
         results[-1].update(_stale(peer, list(current.values())))
     return results
 
@@ -699,6 +702,7 @@ def run_streams(
         label = f"streams on {kind}"
         if progress:
             progress(f"{label}: starting the broker, the store and 4 workers", 0, 1)
+        begun = time.perf_counter()
         with LocalPipeline(settings, [STRATEGY], sinks=["mongo", "vectors"], metrics=True) as pipeline:
             settings = pipeline.settings
             collector = Collector(settings)
@@ -713,6 +717,7 @@ def run_streams(
                 _wait_current(
                     settings, collector, 2 * warm_plan.documents, want, timeout, f"{label}: warm-up", progress
                 )
+                startup_s = time.perf_counter() - begun  # services, workers, the sink's model, the warm-up
                 results = []
                 for phase, docs in (("first_ingest", first), ("amendments", amended)):
                     plan_phase = plan[phase]
@@ -761,6 +766,7 @@ def run_streams(
                             **_machine(machine, machine_after, seconds, total),
                         }
                     )
+                results[0]["startup_s"] = startup_s
                 results[-1].update(_correctness(settings, superseded_ids, latest_ids))
             finally:
                 collector.close()
@@ -854,8 +860,10 @@ def run_ingest_bench(
     settings = Settings()
     if progress:
         progress("loading the embedding model", 0, 1)
+    begun = time.perf_counter()
     embedder = shared_embedder(settings, threads)
     embedder.encode(["warm the forward pass"])
+    model_load_s = time.perf_counter() - begun
     results: list[dict[str, Any]] = []
     texts = (as_text(first), as_text(amended))
     for peer in PEERS:
@@ -873,6 +881,7 @@ def run_ingest_bench(
         "corpus_digest": _digest(first, amended),
         "threads": threads,
         "cores": usable_cores(),
+        "peers_model_load_s": model_load_s,
         "embedding": {
             "model": "all-MiniLM-L6-v2",
             "backend": settings.embed_backend,
