@@ -57,3 +57,27 @@ def test_the_repository_speaks_of_the_project_only() -> None:
         if pattern.search(line)
     ]
     assert not found, f"development sessions or issue numbers named in: {found[:10]}"
+
+
+def test_the_readmes_strategy_table_states_the_default_sizes() -> None:
+    """The sizes a newcomer reads in the README are the options' defaults (docs/configuration.md has all)."""
+    from streams.core.options import make_options
+
+    rows = {
+        line.split("|")[1].strip(" `"): line.split("|")[3] for line in README.splitlines() if line.startswith("| `")
+    }
+
+    def numbers(cell: str) -> list[int]:
+        return [int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", cell)]
+
+    o = {name: make_options(name, {}) for name in rows}
+    assert numbers(rows["window"]) == [o["window"].chunk_size_words, o["window"].chunk_overlap_words]
+    assert numbers(rows["letter"]) == [o["letter"].min_tokens, o["letter"].section_max_tokens]
+    finance = o["finance"]
+    wanted = [finance.min_tokens, finance.max_tokens, finance.press_min_tokens, finance.press_max_tokens]
+    assert numbers(rows["finance"]) == wanted
+    assert numbers(rows["section"]) == [o["section"].min_tokens, o["section"].max_tokens]
+    assert numbers(rows["hybrid"]) == [o["hybrid"].max_tokens, o["hybrid"].min_tokens]
+    assert numbers(rows["semantic"]) == [o["semantic"].min_tokens, o["semantic"].max_tokens]
+    cluster = o["cluster"]
+    assert numbers(rows["cluster"]) == [cluster.target_tokens, cluster.target_tokens, cluster.max_tokens]
