@@ -216,8 +216,10 @@ def _refine(text: str, s: int, e: int, level: int, splitters: Sequence[Splitter]
 
 
 def collapse_whitespace(text: str) -> str:
-    """Normalise whitespace but keep line structure: spaces collapsed per line, at most one blank line."""
-    lines = [" ".join(line.split()) for line in text.replace("\r", "").split("\n")]
+    """Normalise whitespace but keep line structure: spaces collapsed per line, at most one blank line. A
+    carriage return is whitespace like any other (the one of a CRLF ends up at a line's end and goes): deleting
+    it outright joined the two words around a lone one."""
+    lines = [" ".join(line.split()) for line in text.split("\n")]
     out: list[str] = []
     for line in lines:
         if not line and (not out or not out[-1]):
