@@ -283,8 +283,9 @@ def _nested(depth: int) -> str:
 @pytest.mark.parametrize(
     ("extra", "code"),
     [
-        # The page object is one level, so 63 arrays in a field reach exactly 64: allowed (and ignored).
-        (f'"x": {_nested(63)}', None),
+        # The page object is one level, so 63 arrays in a field reach exactly 64: allowed (and ignored). The
+        # second field makes 65 brackets in all, so the bytes are walked, not waved through by their count.
+        (f'"x": {_nested(63)}, "y": {{}}', None),
         (f'"x": {_nested(64)}', "json_too_deep"),  # 65 levels
         # 70 objects deep: a parser that only counted arrays would let them through.
         ('"x": ' + '{"a": ' * 70 + "1" + "}" * 70, "json_too_deep"),
@@ -328,6 +329,8 @@ def test_the_reasons_of_malformed_pages_name_the_problem() -> None:
         assert dead.reason.startswith(reason), dead.reason
     (dead,) = assembler.on_page(_page(number="one"), 0, 0)
     assert dead.reason.endswith(" (1 error(s))")
+    (dead,) = assembler.on_page(_page(elements=[{"text": "no kind"}]), 0, 0)
+    assert dead.reason == "elements.0.kind: Field required (1 error(s))"  # where, as a dotted path
     (dead,) = assembler.on_page(_page(text="x" * 200), 0, 0)
     assert dead.reason.endswith("over the 200-byte limit")
 
@@ -425,6 +428,11 @@ def test_the_completed_document_keeps_the_clock_of_its_first_and_last_page() -> 
     assert (done.document.first_page_ms, done.document.completed_ms) == (1_500, 4_000)
     (alone,) = _assembler().on_page(_page("solo"))  # the clock and partition default to 0
     assert (alone.document.first_page_ms, alone.document.completed_ms) == (0, 0)
+    assembler = _assembler(timeout_ms=0)
+    assert assembler.on_page(_page("open", 1, 2)) == []
+    assert assembler.on_tick() == []  # the tick's clock defaults to 0 too: 0 ms old is not past a 0 ms timeout
+    (dead,) = assembler.on_tick(0, 1)  # partition 0, where the page was (by default) received
+    assert dead.doc_id == "open"
 
 
 def test_a_different_page_after_completion_is_a_conflict_with_its_own_reason() -> None:
@@ -469,12 +477,18 @@ def test_the_dead_letters_of_a_live_document_say_what_happened() -> None:
         "m",
         [first, recount],
     )
-    (late,) = assembler.on_page(_page("m", 2, 2, "two"), 0, 30)
-    assert (late.code, late.reason, late.doc_id) == (
+    late_raw = _page("m", 2, 2, "two")
+    (late,) = assembler.on_page(late_raw, 0, 30)
+    assert (late.code, late.reason, late.doc_id, late.pages) == (
         "page_count_changed",
         "document was already dead-lettered (page_count_changed); late page 2",
         "m",
+        [late_raw],
     )
+    assembler.on_tick(None, 30)  # the dead header kept the clock of its death (20): forgotten after retention
+    assert list(assembler.headers) == [Assembler.doc_key("m", 0)]
+    assembler.on_tick(None, 20 + Limits().retention_ms + 1)
+    assert assembler.headers == {}
     assembler = _assembler()
     assert assembler.on_page(first, 0, 10) == []
     clash = _page("m", 1, 2, "uno")
@@ -487,9 +501,14 @@ def test_a_document_of_exactly_the_size_limit_completes() -> None:
     exact = sum(map(len, pages))
     (done,) = _feed(_assembler(max_document_bytes=exact), pages)
     assert isinstance(done, Completed)
-    dead = _feed(_assembler(max_document_bytes=exact - 1), pages)
+    assembler = _assembler(max_document_bytes=exact - 1, retention_ms=10)
+    dead = [o for page in pages for o in assembler.on_page(page, 0, 5)]
     assert (dead[0].code, dead[0].reason) == ("document_too_large", f"document is over the {exact - 1}-byte limit")
     assert dead[0].pages == pages  # the two stored pages and the third that did not fit
+    assembler.on_tick(None, 15)  # died at 5: exactly the retention, kept
+    assert len(assembler.headers) == 1
+    assembler.on_tick(None, 16)
+    assert assembler.headers == {}
 
 
 def test_the_size_limit_counts_the_stored_pages_again_after_a_rebalance() -> None:

@@ -238,6 +238,7 @@ def test_the_manifest_of_a_chunked_document_lists_every_record_in_order() -> Non
         "reason": "",
     }
     assert manifest_for(records).timestamp_ms == 0
+    assert manifest_for(records[:1]).chunk_ids == [records[0].chunk_id]  # a document of one chunk
 
 
 def test_the_manifest_of_a_skipped_document_expects_nothing_and_says_why() -> None:

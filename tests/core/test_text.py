@@ -99,6 +99,7 @@ def test_sentence_spans() -> None:
 def test_word_spans() -> None:
     assert word_spans("ab  cd\n") == [(0, 2), (4, 6)]
     assert word_spans("aa bb cc", 3, 8) == [(3, 5), (6, 8)]
+    assert word_spans("aa bb cc", 0, 5) == [(0, 2), (3, 5)]
     assert word_spans("x" * 200) == [(0, 200)]  # exactly 200 characters: one piece
     assert word_spans("x" * 201) == [(0, 200), (200, 201)]
     assert word_spans("x" * 450) == [(0, 200), (200, 400), (400, 450)]
@@ -109,6 +110,7 @@ def test_non_empty_line_spans() -> None:
     # ' '0 ' '1 a2 ' '3 \n4 \n5 ' '6 b7 \n8 ' '9 ' '10 ' '11 \n12 c13
     assert non_empty_line_spans("  a \n\n b\n   \nc") == [(2, 3), (7, 8), (13, 14)]
     assert non_empty_line_spans("  a \n\n b\n   \nc", 5, 12) == [(7, 8)]
+    assert non_empty_line_spans("ab\ncd") == [(0, 2), (3, 5)]
 
 
 # --- packing ------------------------------------------------------------------------------------------
@@ -147,6 +149,8 @@ def test_pack_spans_lets_an_unsplittable_unit_stand_alone() -> None:
     assert pack_spans("abcdef", [(0, 6)], len, 1, 3) == [(0, 6)]
     # after a unit that stood alone, the next one opens a fresh chunk: "gh" at 7, 2 characters
     assert pack_spans("abcdef gh", [(0, 6), (7, 9)], len, 1, 3) == [(0, 6), (7, 9)]
+    # the unit stands alone as it was given, blanks and all, not as the one (trimmed) piece a splitter saw
+    assert pack_spans("abcdef  ", [(0, 8)], len, 1, 3) == [(0, 8)]
 
 
 def test_pack_spans_tries_the_splitters_in_order_from_the_units_level() -> None:
@@ -199,6 +203,22 @@ def test_pack_units_exact_adds_one_token_per_join_and_checks_the_real_count() ->
     assert pack_units_exact(units, [1, 1, 1, 1], 5, lambda s, e: e - s) == [[0, 1], [2], [3]]
     assert pack_units_exact(units[:2], [1, 1], 5, lambda s, e: e - s + (2 if e > 2 else 0)) == [[0], [1]]
     assert pack_units_exact([], [], 3, count_range) == []
+    # 1, then 1 + 1 + the join = 3, then 3 + 1 + the join = 5 > 4: the join is counted from the second unit on
+    assert pack_units_exact(units[:3], [1, 1, 1], 4, count_range) == [[0, 1], [2]]
+
+
+def test_pack_units_exact_leaves_a_single_unit_over_the_maximum_alone() -> None:
+    """One unit is its own group whatever its real count (the caller splits it beforehand): the count is
+    never even asked for, so it cannot shrink the group to nothing."""
+    calls: list[tuple[int, int]] = []
+
+    def count_range(start: int, end: int) -> int:
+        calls.append((start, end))
+        assert len(calls) < 10, "asked again and again for the same range"
+        return end - start
+
+    assert pack_units_exact([(0, 11)], [9], 3, count_range) == [[0]]
+    assert calls == []
 
 
 # --- whitespace, blocks, lines ----------------------------------------------------------------------
@@ -208,6 +228,7 @@ def test_collapse_whitespace_keeps_lines_and_at_most_one_blank_line() -> None:
     assert collapse_whitespace(" a  b \r\n\n\n  c\t d \n\n") == "a b\n\nc d"
     assert collapse_whitespace("\n\n x") == "x"
     assert collapse_whitespace("a\n \nb") == "a\n\nb"
+    assert collapse_whitespace("Total\rRevenue\r\n12") == "Total Revenue\n12"  # a lone CR parts two words
 
 
 def test_block_sentence_spans_never_cross_a_list_item_or_a_heading() -> None:
@@ -285,6 +306,25 @@ def test_split_span_by_tokens_counts_a_space_before_the_boundary() -> None:
     assert split_span_by_tokens("aa bb cc dd", (0, 11), 2, *tokens_by(r"[a-z]+ ?")) == [(0, 5), (6, 11)]
 
 
+def test_split_span_by_tokens_cuts_between_a_mark_and_a_word() -> None:
+    # At most two letters a token: "aa"2 " bb"4 "-"7 "cc"8 "cc"10 " ee"12 inside the span [2, 15). With 4 tokens
+    # a piece the window is tokens 3 and 4: no space at either; token 4 (10) is inside "cccc", token 3 (8)
+    # is between "-" and "c": the cut goes there.
+    assert split_span_by_tokens("x aa bb-cccc ee", (2, 15), 4, *tokens_by(r"\s?[a-z]{1,2}|[^a-z\s]")) == [
+        (2, 8),
+        (8, 15),
+    ]
+
+
+def test_split_span_by_tokens_looks_back_over_half_the_window() -> None:
+    # "aa"0 "bb"2 " cc"4 "cc"7 "cc"9: the only space starts token 2
+    encode, decode = tokens_by(r"\s?[a-z]{1,2}")
+    # 3 a piece: the window is tokens 2 and 3 (after index + 3 // 2 = 1), so the cut is at the space
+    assert split_span_by_tokens("aabb cccccc", (0, 11), 3, encode, decode) == [(0, 4), (5, 11)]
+    # 4 a piece: tokens 3 and 4 only (after 0 + 2); the space at token 2 is too far back, so the full window
+    assert split_span_by_tokens("aabb cccccc", (0, 11), 4, encode, decode) == [(0, 9), (9, 11)]
+
+
 def test_split_span_by_tokens_cuts_a_blob_where_the_window_ends() -> None:
     text = "abcdefgh"  # "ab" "cd" "ef" "gh": no space, no mark: cut after max_tokens tokens
     assert split_span_by_tokens(text, (0, 8), 2, *tokens_by(r"..")) == [(0, 4), (4, 8)]
@@ -347,6 +387,7 @@ def test_heading_lines_finds_markup_and_short_opening_lines() -> None:
         (text.index("== Wiki =="), "Wiki"),
     ]
     assert heading_lines("Two words\nnext") == [(0, "Two words")]  # the first line opens the text
+    assert heading_lines("\n\nTwo words") == [(2, "Two words")]  # so do two newlines at the very start
 
 
 HEADED = "# Doc\nintro\n## A\naaa\n## B\nbbb\n# Other\nccc\n"
