@@ -10,6 +10,7 @@ import pytest
 
 from streams.core.text import (
     block_sentence_spans,
+    caseless,
     collapse_whitespace,
     crosses_line_break,
     heading_lines,
@@ -94,6 +95,22 @@ def test_sentence_spans() -> None:
     assert sentence_spans("It cost 3.5 million. Then") == [(0, 20), (21, 25)]  # a decimal point is not an end
     assert sentence_spans("No end here. lower case next") == [(0, 28)]  # a sentence starts with a capital
     assert sentence_spans("   ") == []
+
+
+def test_caseless_means_fewer_than_one_capital_in_500_ascii_letters() -> None:
+    assert caseless("A" + "b" * 500)  # 1 of 501
+    assert not caseless("A" + "b" * 499)  # 1 of 500: not fewer
+    assert caseless("just lowercase") and not caseless("") and not caseless("ÀÉÎ 123")  # only ASCII letters count
+
+
+def test_uncased_sentences_may_start_with_a_lowercase_letter() -> None:
+    # o0 n1 e2 .3 ' '4 t5 w6 o7 !8 ' '9 t10 ... e14
+    assert sentence_spans("one. two! three", uncased=True) == [(0, 4), (5, 9), (10, 15)]
+    assert sentence_spans("one. two! three") == [(0, 15)]
+    # a0 b1 ' '2 c3 d4 .5 ' '6 e7 f8 ' '9 g10 h11 .12 \n13 -14 ' '15 i16 j17 .18
+    assert sentence_spans("see no. 4 here. next", uncased=True) == [(0, 15), (16, 20)]  # "no." abbreviates
+    assert block_sentence_spans("ab cd. ef gh.\n- ij.", uncased=True) == [(0, 6), (7, 13), (14, 19)]
+    assert block_sentence_spans("ab cd. ef gh.\n- ij.") == [(0, 13), (14, 19)]
 
 
 def test_word_spans() -> None:
