@@ -178,6 +178,10 @@ def write_config(project: Path, package: str, modules: Sequence[str], tests: Seq
         f"source_paths = [{json.dumps(package)}]",
         f"only_mutate = {json.dumps(list(modules))}",
         'pytest_add_cli_args = ["-p", "no:cacheprovider"]',
+        # A variant that loops forever is stopped at (its tests' time + 5 s) x 3 instead of mutmut's x 15: the
+        # golden tests take 15 s, and each endless loop would hold the one worker for four minutes.
+        "timeout_constant = 5.0",
+        "timeout_multiplier = 3.0",
         f"pytest_add_cli_args_test_selection = {json.dumps(list(tests))}",
         "",
     ]
