@@ -34,6 +34,7 @@ store and this process; peers: this process, where they run), read from /proc as
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -204,11 +205,14 @@ class CountingEmbedder:
         self.embedder = embedder
         self.calls = 0
         self.texts = 0
+        self.on_embedded: Callable[[int], None] | None = None  # texts so far, for a progress bar
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls += 1
-        self.texts += len(texts)
         rows: list[list[float]] = self.embedder.encode(list(texts)).tolist()
+        self.texts += len(texts)
+        if self.on_embedded:
+            self.on_embedded(self.texts)
         return rows
 
 
@@ -231,7 +235,7 @@ def llamaindex_embedding(counter: CountingEmbedder) -> Any:
         _counter: CountingEmbedder = PrivateAttr()
 
         def __init__(self, counter: CountingEmbedder, **kwargs: Any) -> None:
-            super().__init__(model_name="all-MiniLM-L6-v2", **kwargs)
+            super().__init__(model_name=counter.embedder.model_name, **kwargs)
             self._counter = counter
 
         def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
@@ -446,6 +450,10 @@ def peers_missing() -> list[str]:
     return missing
 
 
+def _texts_done(progress: Progress, label: str, base: int, chunks: int, done: int) -> None:
+    progress(label, done - base, chunks)
+
+
 def _stale(peer: LlamaIndexPeer | LangChainPeer, current: Sequence[PeerDocument]) -> dict[str, int]:
     """Vectors whose text is no longer in its document's current chunks (superseded), and current chunks
     with no vector (missing), over the benchmark's documents."""
@@ -478,8 +486,11 @@ def run_peer(
         results = []
         ids = {d.doc_id for d in first}
         for phase, docs, page_count in (("first_ingest", first, pages[0]), ("amendments", amended, pages[1])):
-            if progress:
-                progress(f"{name}: {phase.replace('_', ' ')} of {len(docs)} documents", 0, 1)
+            if progress:  # the bar counts texts embedded against the chunks of these documents
+                label = f"{name}: {phase.replace('_', ' ')} of {len(docs)} documents, texts embedded"
+                chunks, base = sum(len(peer.chunks(d)) for d in docs), counter.texts
+                progress(label, 0, chunks)
+                counter.on_embedded = functools.partial(_texts_done, progress, label, base, chunks)
             calls, texts, load, machine = counter.calls, counter.texts, os.getloadavg()[0], machine_cpu_s()
             cpu, started = time.process_time(), time.perf_counter()
             written = peer.ingest(docs)
@@ -622,28 +633,27 @@ def _produced(collector: Any, topic: str, attempts: int = 50) -> int:
 def _wait_current(
     settings: Any,
     collector: Any,
-    events: int,
+    events: tuple[int, int],
     want: StoreState,
     timeout: float,
     label: str,
     progress: Progress | None,
 ) -> float:
-    """When the stores became current: first until `documents.indexed` holds `events` messages (a broker
-    watermark, cheap enough to ask ten times a second), then until both stores hold exactly `want`,
-    latest flags included (older amendments' flips have no event of their own)."""
+    """When the stores became current: first until `documents.indexed` holds `events` = (messages before,
+    messages wanted) (a broker watermark, cheap enough to ask ten times a second), then until both stores
+    hold exactly `want`, latest flags included (older amendments' flips have no event of their own)."""
     deadline = time.monotonic() + timeout
     topic = settings.topics.indexed
+    already, wanted = events
     got = StoreState()
     while time.monotonic() < deadline:
         produced = _produced(collector, topic)
-        if progress:
-            progress(label, min(produced, events), events)
-        if produced >= events:
+        if progress:  # one event per document and store
+            progress(f"{label}: documents stored", (min(produced, wanted) - already) // 2, (wanted - already) // 2)
+        if produced >= wanted:
             got = _stores(settings)
             if got == want:
                 return time.time()
-            time.sleep(0.1)
-            continue
         time.sleep(0.1)
     raise BenchError(f"{label}: stores not current after {timeout:.0f}s: held {got}, wanted {want}")
 
@@ -714,9 +724,8 @@ def run_streams(
                 port = pipeline.metrics_ports["sink:vectors"]
                 _publish(publisher, settings, warm)
                 want = _after(StoreState(), warm_plan, Expected())
-                _wait_current(
-                    settings, collector, 2 * warm_plan.documents, want, timeout, f"{label}: warm-up", progress
-                )
+                warm_events = (0, 2 * warm_plan.documents)
+                _wait_current(settings, collector, warm_events, want, timeout, f"{label}: warm-up", progress)
                 startup_s = time.perf_counter() - begun  # services, workers, the sink's model, the warm-up
                 results = []
                 for phase, docs in (("first_ingest", first), ("amendments", amended)):
@@ -732,7 +741,7 @@ def run_streams(
                     finished = _wait_current(
                         settings,
                         collector,
-                        events + 2 * plan_phase.documents,
+                        (events, events + 2 * plan_phase.documents),
                         want,
                         timeout,
                         f"{label}: {phase.replace('_', ' ')} of {len(docs)} documents",
@@ -868,9 +877,9 @@ def run_ingest_bench(
     texts = (as_text(first), as_text(amended))
     for peer in PEERS:
         results += run_peer(peer, *texts, pages, embedder, as_text([warm])[0], progress)
-    for kind in dict.fromkeys(brokers):
-        results += run_streams(kind, first, amended, threads, warm, progress)
     ran = list(dict.fromkeys(brokers))
+    for kind in ran:
+        results += run_streams(kind, first, amended, threads, warm, progress)
     ratios = _ratios(results, ran)
     return {
         "corpus": str(corpus) if corpus else "default: samples, their variants, long synthetic documents",
@@ -883,7 +892,7 @@ def run_ingest_bench(
         "cores": usable_cores(),
         "peers_model_load_s": model_load_s,
         "embedding": {
-            "model": "all-MiniLM-L6-v2",
+            "model": embedder.model_name,
             "backend": settings.embed_backend,
             "long_texts": settings.embed_long_chunks,
             "shared_by": "streams' vector sink builds it from the settings; the peers get the same Embedder "
