@@ -671,14 +671,21 @@ def mutation(
     keep: Annotated[
         Path | None, typer.Option("--keep", help="Run in this empty folder and keep it (for `mutmut show NAME` there).")
     ] = None,
+    read: Annotated[
+        Path | None,
+        typer.Option("--read", help="Report a run kept with --keep again, scored with docs/mutation.md as it is now."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Mutation testing (mutmut, one worker, in a scratch copy) of records, document, assembly and text:
     per module, variants killed and survived, the score, and every survivor by line."""
-    from streams.bench.mutation import MODULES, TESTS, run_mutation_bench
+    from streams.bench.mutation import MODULES, TESTS, reread, run_mutation_bench
 
-    with _progress() as update:
-        report = run_mutation_bench(module or MODULES, test or TESTS, rev, keep, update)
+    if read is not None:
+        report = reread(read)
+    else:
+        with _progress() as update:
+            report = run_mutation_bench(module or MODULES, test or TESTS, rev, keep, update)
     if as_json:
         _emit_json(report)
         return

@@ -51,6 +51,7 @@ TESTS = (
     "tests/golden",
 )
 EQUIVALENTS = Path("docs") / "mutation.md"
+RUN_FILE = "bench-mutation.json"  # what a kept run measured, for `--read`
 TARGET_SCORE = 85.0
 
 # mutmut reports each variant as the exit code of its test run (mutmut/__main__.py, status_by_exit_code).
@@ -440,17 +441,31 @@ def run_mutation_bench(
     if all(m.status == "no tests" for m in mutants):
         raise BenchError(f"no test reached a mutated function (see {scratch}): did the tests import another copy?")
     report = summarise(mutants, load_equivalents(repo / EQUIVALENTS), modules)
-    if keep is None:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return {
-        **report,
+    run = {
+        "modules_measured": list(modules),
         "source": source,
         "tests": present,
         "tool": f"mutmut {_version('mutmut')}",
         "workers": 1,
         "wall_s": round(time.monotonic() - started, 1),
-        "scratch": str(scratch) if keep is not None else None,
     }
+    if keep is None:
+        shutil.rmtree(scratch, ignore_errors=True)
+    else:
+        (scratch / RUN_FILE).write_text(json.dumps(run, indent=1), encoding="utf-8")
+    return {**report, **run, "scratch": str(scratch) if keep is not None else None}
+
+
+def reread(scratch: Path, repo: Path = REPO) -> dict[str, Any]:
+    """The report of a run kept with `--keep`, scored again with docs/mutation.md as it is now: an
+    equivalent written up after the run leaves the score without running mutmut again."""
+    path = scratch / RUN_FILE
+    if not path.is_file():
+        raise BenchError(f"{scratch} holds no kept run ({RUN_FILE} is missing)")
+    run = json.loads(path.read_text(encoding="utf-8"))
+    modules = run["modules_measured"]
+    report = summarise(read_mutants(scratch, modules), load_equivalents(repo / EQUIVALENTS), modules)
+    return {**report, **run, "scratch": str(scratch)}
 
 
 def _version(package: str) -> str:
@@ -470,6 +485,7 @@ __all__ = [
     "load_equivalents",
     "mutmut_missing",
     "read_mutants",
+    "reread",
     "run_mutation_bench",
     "run_mutmut",
     "summarise",

@@ -5,6 +5,7 @@ refusal when mutmut is missing."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 from pathlib import Path
 
@@ -15,12 +16,14 @@ from streams.bench import BenchError
 from streams.bench.cli import bench_app
 from streams.bench.mutation import (
     REPO,
+    RUN_FILE,
     Equivalent,
     Mutant,
     load_equivalents,
     mutmut_missing,
     prepare_scratch,
     read_mutants,
+    reread,
     run_mutation_bench,
     run_mutmut,
     summarise,
@@ -77,7 +80,7 @@ A stale entry: the code it was written for is gone.
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> list[Mutant]:
+def tiny_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if mutmut_missing():
         pytest.skip("mutmut is not installed")
     project = tmp_path_factory.mktemp("tiny")
@@ -91,7 +94,12 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> list[Mutant]:
     run_mutmut(project, lambda *update: seen.append(update))
     assert any(total == 10 and done == 10 for _, done, total in seen), "progress reached every variant"
     assert (project / "tiny" / "grades.py").read_text() == GRADES, "mutmut writes its variants beside the copy"
-    return read_mutants(project, ["tiny/grades.py"])
+    return project
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_project: Path) -> list[Mutant]:
+    return read_mutants(tiny_project, ["tiny/grades.py"])
 
 
 @needs_mutmut
@@ -130,6 +138,19 @@ def test_the_score_leaves_out_listed_equivalents_only(tiny_run: list[Mutant], tm
     assert report["target_met"] is False
     without = summarise(tiny_run, [], ["tiny/grades.py"])["modules"]["tiny/grades.py"]
     assert without["score_percent"] == 60.0  # 6 of 10
+
+
+@needs_mutmut
+def test_a_kept_run_is_scored_again_with_the_equivalents_as_they_are_now(tiny_project: Path, tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "mutation.md").write_text(EQUIVALENT_DOC)
+    run = {"modules_measured": ["tiny/grades.py"], "source": {"commit": "abc1234"}, "tool": "mutmut 3.7.0"}
+    (tiny_project / RUN_FILE).write_text(json.dumps(run))
+    report = reread(tiny_project, repo=tmp_path)
+    assert report["modules"]["tiny/grades.py"]["score_percent"] == 66.7  # as above: 6 of 10 - 1 equivalent
+    assert report["source"] == {"commit": "abc1234"} and report["scratch"] == str(tiny_project)
+    with pytest.raises(BenchError, match="holds no kept run"):
+        reread(tmp_path)
 
 
 def test_an_equivalent_without_a_reason_is_refused(tmp_path: Path) -> None:
