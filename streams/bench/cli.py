@@ -690,7 +690,8 @@ def mutation(
         _emit_json(report)
         return
     source = report["source"]
-    where = f"{source['rev']} at {source['commit']}" + (" (with uncommitted changes)" if source["dirty"] else "")
+    where = f"commit {source['commit']}" if source["rev"] != "working tree" else f"working tree at {source['commit']}"
+    where += " (with uncommitted changes)" if source["dirty"] else ""
     table = Table(title=f"bench mutation: {report['tool']}, {where}, {report['wall_s']:.0f} s")
     columns = ("module", "mutants", "killed", "timeout", "survived", "no tests", "other", "equivalent", "score %")
     for column in columns:

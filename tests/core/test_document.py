@@ -26,6 +26,13 @@ def test_assemble_orders_pages_and_keeps_elements_page_numbers() -> None:
     assert doc.page_count == 3
 
 
+def test_pages_with_the_same_number_keep_the_order_they_came_in() -> None:
+    """A page file may repeat a number; the stream sorts by number alone, so such pages stay in file order."""
+    text, page_map = build_stream([(2, "z"), (1, "b"), (1, "a")])
+    assert text == "b\n\na\n\nz\n\n"
+    assert [p.page_number for p in page_map] == [1, 1, 2]
+
+
 def test_pages_for_range_is_half_open() -> None:
     _, page_map = build_stream([(1, "aaaa"), (2, "bbbb")])  # page 1 = [0, 6), page 2 = [6, 12)
     assert pages_for_range(page_map, 0, 6) == [1]
