@@ -1,14 +1,18 @@
 """Shared by the fault-injection tests: deterministic documents, the chunks a clean run produces (computed
-in-process, no bus), and reading back what the MongoDB sink stored."""
+in-process, no bus), reading back what the stores hold, and a gap forced on purpose for the audit to find
+and `--repair` to close."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
+from streams.ops.pipeline import LocalPipeline
+from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.conftest import make_pages, strategy_chunker
 
@@ -56,3 +60,82 @@ def stored_chunks(mongo_url: str, want: int, timeout: float) -> tuple[dict[str, 
         return {row["_id"]: row["checksum"] for row in rows}, len(rows)
     finally:
         sink.close()
+
+
+def chunk_ids_by_document(docs: list[list[PageEvent]], strategy: str = "window") -> dict[str, list[str]]:
+    """doc_id -> the chunk ids a clean run gives it, in order."""
+    return {pages[0].doc_id: list(expected_chunks([pages], strategy)) for pages in docs}
+
+
+def stored_counts(settings: Settings, mongo: MongoSink) -> tuple[int, int]:
+    """Rows in MongoDB and vectors in LanceDB (0 while the vector sink has not made its table)."""
+    from streams.sinks.lance_target import LanceTarget
+
+    try:
+        vectors = LanceTarget(settings.lance_dir).count()
+    except Exception:
+        vectors = 0
+    return mongo.count(), vectors
+
+
+def force_gap(settings: Settings, chunk_ids: dict[str, list[str]], strategy: str = "window") -> tuple[str, list[str]]:
+    """Delete every row and vector of one document the ledger shows chunked, held whole by both stores and
+    reported by both sinks: a gap made on purpose, so that the audit has one to name and `--repair` one to
+    close whether or not the broker lost anything. Returns the document and its chunk ids."""
+    from streams.ops.audit import lineage, read_ledger
+    from streams.sinks.lance_target import LanceTarget
+
+    ledger = read_ledger(settings)
+    version = lineage(settings, strategy)
+    target = LanceTarget(settings.lance_dir)
+    vectors = set(target.ids())
+    mongo = MongoSink(settings.mongo_url)
+    try:
+        for doc_id, ids in sorted(chunk_ids.items()):
+            manifest = ledger.manifest(doc_id, 0, strategy, version)
+            if manifest is None or manifest.chunk_ids != ids or not set(ids) <= vectors:
+                continue
+            if not all(ledger.reported(manifest, store) for store in ("mongo", "vectors")):
+                continue
+            if len(mongo.by_ids(ids)) != len(ids):
+                continue
+            mongo.collection.delete_many({"_id": {"$in": ids}})
+            target.delete(ids)
+            return doc_id, ids
+    finally:
+        mongo.close()
+    raise AssertionError("no document is whole in both stores and reported: nothing to delete")
+
+
+def audit_names_the_gaps_and_repair_closes_them(
+    pipeline: LocalPipeline, forced: tuple[str, list[str]], versions: int, strategy: str = "window"
+) -> list[dict]:
+    """`streams audit` exits 1 and names the forced gap (every row and vector of its document missing) beside
+    whatever the broker lost, none of it beyond repair; `--repair` re-chunks each version missing rows or
+    chunking; the audit then exits 0. Returns the gaps other than the forced one: what the broker lost."""
+    from streams.ops.audit import UNREPAIRABLE
+    from tests.integration.test_ledger import cli
+
+    settings = pipeline.settings
+    found = cli(settings, "audit", "--json", "-s", strategy)
+    assert found.returncode == 1, found.stderr
+    report = json.loads(found.stdout)
+    assert report["versions"] == versions, report  # every page the publisher sent is on the topic
+    doc_id, ids = forced
+    named = sorted((d["kind"], d["store"], d["ids"]) for d in report["details"] if d["doc_id"] == doc_id)
+    assert named == [("rows_missing", "mongo", len(ids)), ("vectors_missing", "vectors", len(ids))], report
+    lost = [d for d in report["details"] if d["doc_id"] != doc_id]
+    assert not [d for d in lost if d["kind"] in UNREPAIRABLE], lost
+
+    repaired = cli(settings, "audit", "--repair", "--json", "-s", strategy)
+    assert repaired.returncode == 1, repaired.stderr  # the forced gap was still there when it looked
+    again = json.loads(repaired.stdout)
+    rechunk = {d["doc_id"] for d in again["details"] if d["kind"] in ("not_chunked", "rows_missing")}
+    assert doc_id in rechunk and again["repaired"]["rechunked"] == len(rechunk), again
+    deadline = time.monotonic() + 180
+    while (last := cli(settings, "audit", "--json", "-s", strategy)).returncode != 0:
+        assert time.monotonic() < deadline, f"gaps remain after the repair: {last.stdout[-2000:]}"
+        pipeline.check_workers()
+        time.sleep(2)
+    assert not any(json.loads(last.stdout)["gaps"].values())
+    return lost
