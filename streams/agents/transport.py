@@ -75,7 +75,11 @@ again from the committed offsets. Seven things break that, each silently:
    "exactly once" was at-least-once; and a destination partition assigned to another replica named a
    transaction this one does not have (a send error). Here a record sent while an event is processed
    joins the transaction of that event's source partition, the one its offset is committed in, as Kafka
-   Streams does; without an event (a timer), faust's own choice stands.
+   Streams does; without an event (a timer), faust's own choice stands. Its input then carries the
+   upstream transactions' commit markers (and read_committed hides aborted records): offsets that hold no
+   message. On such a topic point 7's net no longer takes a missing head offset for a lost message (it
+   re-ran documents a transaction had committed: 298 chunk records for 152 chunks); faust's rule commits
+   past the hole.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -304,6 +308,11 @@ class SeekingConsumer(driver.Consumer):
                 acked[:] = [offset for offset in acked if offset >= base]
                 self._acked_index[tp].difference_update(stale)
             gaps: IntervalTree = self._gap[tp]
+            if base not in self._acked_index[tp] and not gaps.overlaps(base) and not self._dense(tp.topic):
+                # A transaction's commit marker or an aborted record (read_committed skips both) or a
+                # compacted record: a hole the fetcher stepped over, not a lost message. Fetching "it"
+                # again re-processed what the transaction had already committed (point 11's duplicates).
+                return super()._new_offset(tp)
             if base not in self._acked_index[tp] and not gaps.overlaps(base):
                 # Not processed yet, or skipped. Later ones processed mean it was lost: fetch it again.
                 held, now = self._held.get(tp), time.monotonic()
