@@ -613,21 +613,12 @@ def _after(before: StoreState, added: Expected, replaced: Expected) -> StoreStat
     )
 
 
-def _produced(collector: Any, topic: str, attempts: int = 50) -> int:
+def _produced(collector: Any, topic: str) -> int:
     """Messages ever written to `topic`, asked again while Kafka answers that a partition's leader is
     moving (it does for a while after the topics are created)."""
-    from confluent_kafka import KafkaError, KafkaException
+    from streams.runtime.clients import asked_again
 
-    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT}
-    for attempt in range(attempts):
-        try:
-            return int(collector.produced(topic))
-        except KafkaException as exc:
-            error = exc.args[0]
-            if attempt == attempts - 1 or not (error.retriable() or error.code() in moving):
-                raise
-            time.sleep(0.2)
-    raise AssertionError("unreachable")
+    return int(asked_again(lambda _left: collector.produced(topic), timeout=10.0))
 
 
 def _wait_current(

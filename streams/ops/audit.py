@@ -33,7 +33,7 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
-from streams.runtime.clients import client_config
+from streams.runtime.clients import asked_again, client_config
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
@@ -83,13 +83,16 @@ def read_topic(
         ends: dict[int, int] = {}
         assigned: list[TopicPartition] = []
         for p in sorted(metadata.partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+            tp = TopicPartition(topic, p)
+            # A broker just (re)started answers NOT_LEADER_FOR_PARTITION a while: asked again, not raised.
+            low, high = asked_again(lambda left, tp=tp: consumer.get_watermark_offsets(tp, timeout=left, cached=False))
             start = max(low, (starts or {}).get(p, low))
             if high > start:
                 ends[p] = high
                 assigned.append(TopicPartition(topic, p, start))
         if since_ms is not None and assigned:
-            found = consumer.offsets_for_times([TopicPartition(topic, tp.partition, since_ms) for tp in assigned], 10)
+            wanted = [TopicPartition(topic, tp.partition, since_ms) for tp in assigned]
+            found = asked_again(lambda left: consumer.offsets_for_times(wanted, left))
             assigned = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
             ends = {tp.partition: ends[tp.partition] for tp in assigned}
         consumer.assign(assigned)

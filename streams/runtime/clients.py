@@ -12,9 +12,12 @@ import os
 import re
 import socket
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from streams.settings import ConfigError, Settings
+
+T = TypeVar("T")
 
 KAFKA_LOG = logging.getLogger("streams.kafka")
 KAFKA_LOG.addHandler(logging.NullHandler())  # silent unless the process configured logging (workers, tests)
@@ -65,19 +68,30 @@ def group_id(role: str) -> str:
 COORDINATOR_BUSY = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
 
 
-def committed_offsets(consumer: Any, partitions: list[Any], timeout: float = 10.0) -> list[Any]:
-    """`consumer.committed(partitions)`, asked again while the coordinator is busy, within `timeout`."""
-    from confluent_kafka import KafkaException
+def asked_again(call: Callable[[float], T], timeout: float = 30.0) -> T:
+    """`call(seconds_left)`, asked again while the broker answers that it is busy: the group coordinator
+    loading (`COORDINATOR_BUSY`) or a partition's leader moving, as Kafka answers for a while after a start
+    or a restart. librdkafka retries neither in `committed()`, `get_watermark_offsets()` or
+    `offsets_for_times()`; any other error, or one past `timeout`, is raised."""
+    from confluent_kafka import KafkaError, KafkaException
 
+    moving = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT}
     deadline = time.monotonic() + timeout
     while True:
         try:
-            return consumer.committed(partitions, timeout=max(1.0, deadline - time.monotonic()))
+            return call(max(1.0, deadline - time.monotonic()))
         except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
             busy = any(code in str(exc) for code in COORDINATOR_BUSY) or "Not coordinator" in str(exc)
-            if not busy or time.monotonic() > deadline:
+            retriable = busy or (error is not None and (error.retriable() or error.code() in moving))
+            if not retriable or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def committed_offsets(consumer: Any, partitions: list[Any], timeout: float = 10.0) -> list[Any]:
+    """`consumer.committed(partitions)`, asked again while the coordinator is busy, within `timeout`."""
+    return asked_again(lambda left: consumer.committed(partitions, timeout=left), timeout)
 
 
 class BrokerRefused(ConfigError):
