@@ -86,17 +86,31 @@ def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] 
     return build_chunker(name, bench_settings(), overrides, embedder=embedder)
 
 
-def baseline_libraries_missing() -> list[str]:
-    """The `bench` extra's packages that are not importable (for tests and for a clear error)."""
+def missing_packages(wanted: Mapping[str, str]) -> list[str]:
+    """The packages (module -> package name) whose module is not importable, for one clear error."""
     import importlib.util
 
-    wanted = {
-        "langchain_text_splitters": "langchain-text-splitters",
-        "langchain_experimental": "langchain-experimental",
-        "chonkie": "chonkie",
-        "semchunk": "semchunk",
-    }
-    return [pkg for module, pkg in wanted.items() if importlib.util.find_spec(module) is None]
+    missing = []
+    for module, package in wanted.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # a dotted module whose parent package is missing
+            found = False
+        if not found:
+            missing.append(package)
+    return missing
+
+
+def baseline_libraries_missing() -> list[str]:
+    """The `bench` extra's packages that are not importable (for tests and for a clear error)."""
+    return missing_packages(
+        {
+            "langchain_text_splitters": "langchain-text-splitters",
+            "langchain_experimental": "langchain-experimental",
+            "chonkie": "chonkie",
+            "semchunk": "semchunk",
+        }
+    )
 
 
 __all__ = ["BenchError", "Progress", "baseline_libraries_missing", "bench_chunker", "bench_embedder", "single_core"]

@@ -428,26 +428,19 @@ def _peer(name: str, folder: Path, counter: CountingEmbedder) -> LlamaIndexPeer 
 
 def peers_missing() -> list[str]:
     """The peers' packages that are not installed (`pip install -e '.[bench]'` brings them)."""
-    import importlib.util
+    from streams.bench import missing_packages
 
-    wanted = {
-        "llama_index.core": "llama-index-core",
-        "llama_index.vector_stores.lancedb": "llama-index-vector-stores-lancedb",
-        "langchain_core": "langchain-core",
-        "langchain_classic": "langchain-classic",
-        "langchain_lancedb": "langchain-lancedb",
-        "langchain_text_splitters": "langchain-text-splitters",
-        "lancedb": "lancedb",
-    }
-    missing = []
-    for module, package in wanted.items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:  # the parent package is missing
-            found = False
-        if not found:
-            missing.append(package)
-    return missing
+    return missing_packages(
+        {
+            "llama_index.core": "llama-index-core",
+            "llama_index.vector_stores.lancedb": "llama-index-vector-stores-lancedb",
+            "langchain_core": "langchain-core",
+            "langchain_classic": "langchain-classic",
+            "langchain_lancedb": "langchain-lancedb",
+            "langchain_text_splitters": "langchain-text-splitters",
+            "lancedb": "lancedb",
+        }
+    )
 
 
 def _texts_done(progress: Progress, label: str, base: int, chunks: int, done: int) -> None:
