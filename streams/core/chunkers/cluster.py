@@ -104,8 +104,14 @@ TARGET_HIGH, TARGET_MERGE, TARGET_LOW = 1.5, 1.25, 0.5
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    """Cosine of two (summed) vectors, rounded like every comparison here."""
     denom = float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0
     return round(float(a @ b) / denom, ROUND)
+
+
+def _sum(vectors: np.ndarray, g: _Group) -> np.ndarray:
+    """A group's sentence vectors summed in float64 (its centroid's direction)."""
+    return vectors[g.first : g.last + 1].astype(np.float64).sum(axis=0)
 
 
 def cut_to_size(
@@ -154,10 +160,7 @@ def join_crumbs(
                 a, b = min(i, j), max(i, j)
                 union = _Group(out[a].first, out[b].last, out[b].reason)
                 if tokens(union) <= limit:
-                    sim = _cosine(
-                        vectors[g.first : g.last + 1].astype(np.float64).sum(axis=0),
-                        vectors[out[j].first : out[j].last + 1].astype(np.float64).sum(axis=0),
-                    )
+                    sim = _cosine(_sum(vectors, g), _sum(vectors, out[j]))
                     options.append((-sim, j, a, b, union))
         if not options:
             i += 1
@@ -174,13 +177,12 @@ def merge_alike(
     """Adjacent groups merged, most alike centroids first (similarities rounded; a tie takes the pair
     further left), while the pair is at least `threshold` alike and its union fits `limit` tokens."""
     out: list[_Group | None] = list(groups)
-    sums = [vectors[g.first : g.last + 1].astype(np.float64).sum(axis=0) for g in groups]
+    sums = [_sum(vectors, g) for g in groups]
     after = [*range(1, len(groups)), -1]
     before = [-1, *range(len(groups) - 1)]
 
     def alike(a: int, b: int) -> float:
-        denom = float(np.linalg.norm(sums[a]) * np.linalg.norm(sums[b])) or 1.0
-        return round(float(sums[a] @ sums[b]) / denom, ROUND)
+        return _cosine(sums[a], sums[b])
 
     heap = [(-alike(i, i + 1), i, i + 1) for i in range(len(groups) - 1)]
     heapq.heapify(heap)
