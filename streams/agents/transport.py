@@ -392,19 +392,10 @@ class SourceTransactionManager(TransactionManager):
                 group = self.app.assignor.group_for_topic(source.topic)
             except KeyError:
                 group = None
-            tid = self.transactional_id_format.format(
-                group_id=self.app.conf.id, tpg=_TopicPartitionGroup(group, source.partition)
-            )
+            tid = f"{self.app.conf.id}-{group}-{source.partition}"  # faust's transactional_id_format
             if group is not None and tid in getattr(self.producer, "_transaction_producers", {}):
                 return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
         return await super().send(topic, key, value, partition, timestamp, headers)
-
-
-class _TopicPartitionGroup:
-    """What faust's `transactional_id_format` reads (`tpg.group`, `tpg.partition`)."""
-
-    def __init__(self, group: int | None, partition: int) -> None:
-        self.group, self.partition = group, partition
 
 
 class Transport(driver.Transport):
