@@ -296,9 +296,26 @@ def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
             off = f"{', '.join(size['off'])} more than {size['tolerance']:.0%} off"
             verdict = "met" if size["met"] else f"missed: {off}"
             out.print(f"{indent}cluster size (target {size['target_tokens']}): {verdict} ({means})", highlight=False)
-    for key in ("cluster_vs_chroma_cluster", "semantic_vs_recursive_same_size", "semantic_vs_recursive_pool_size"):
+    keys = (
+        "cluster_vs_chroma_cluster",
+        "cluster_vs_chroma_cluster_matched_size",
+        "semantic_vs_recursive_same_size",
+        "semantic_vs_recursive_pool_size",
+    )
+    for key in keys:
         if key in targets:
             out.print(indent + _verdict_line(key, targets[key]), highlight=False)
+        if key in targets and "sizes" in targets[key]:
+            out.print(indent + "  " + _matched_sizes(targets[key]["sizes"]), highlight=False)
+
+
+def _matched_sizes(sizes: dict[str, dict[str, float]]) -> str:
+    """Which max_chunk_size Chroma's chunker ran at on each corpus, its mean tokens and the target's."""
+    parts = [
+        f"{cid} max {row['max_chunk_size']}: {row['mean_tokens']:.0f} tokens against {row['target_tokens']:.0f}"
+        for cid, row in sizes.items()
+    ]
+    return "Chroma sized to cluster's mean: " + "; ".join(parts)
 
 
 def _verdict_line(key: str, verdict: dict[str, Any]) -> str:

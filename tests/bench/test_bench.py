@@ -17,6 +17,7 @@ from streams.bench import BenchError, baseline_libraries_missing
 from streams.bench.chunk import run_chunk_bench
 from streams.bench.cli import bench_app
 from streams.bench.quality import (
+    CHROMA_MATCH_SIZES,
     Chunk,
     EvalSet,
     Question,
@@ -290,6 +291,87 @@ def test_recursive_matched_corpus_by_corpus_meets_each_corpus_own_mean() -> None
     assert min(targets.values()) < pooled < max(targets.values())
 
 
+class WordHashEmbedder:
+    """A stand-in for the model: each text a normalised bag of hashed words (no weights to load)."""
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        import zlib
+
+        vectors = np.zeros((len(texts), 64))
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                vectors[row, zlib.crc32(word.encode()) % 64] += 1.0
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+
+@needs_baselines
+def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chroma's chunker sized to a strategy's mean corpus by corpus: the max_chunk_size whose mean is
+    nearest each corpus's own target, its pieces and segmentation unchanged (max 200 is the published run)."""
+    import streams.bench as bench
+    from streams.bench.quality import (
+        chroma_chunks_from_pieces,
+        chroma_cluster_at_corpus_means,
+        chroma_cluster_chunks,
+        chroma_pieces,
+    )
+
+    monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
+    topics = ["pump valve pressure", "harbor crane cable", "invoice payment ledger", "orchard apple harvest"]
+    text = " ".join(  # long runs of one topic, so longer runs of pieces stay alike
+        f"The {topics[n % 4]} report notes that the {topics[n % 4].split()[m % 3]} was checked on day {m}."
+        for n in range(8)
+        for m in range(24)
+    )
+    eval_set = EvalSet({"small": text, "large": text.upper()}, {}, [])
+    pieces = chroma_pieces(eval_set)
+    means = {
+        cid: {
+            size: mean_tokens(chroma_chunks_from_pieces(eval_set.corpora[cid], *pieces[cid], size))
+            for size in CHROMA_MATCH_SIZES
+        }
+        for cid in eval_set.corpora
+    }
+    assert means["small"][100] < means["small"][200] < means["small"][300]  # the size moves with max_chunk_size
+    targets = {"small": means["small"][100] + 1, "large": means["large"][300] - 1}
+    sizes, chunks = chroma_cluster_at_corpus_means(eval_set, targets)
+    assert {cid: row["max_chunk_size"] for cid, row in sizes.items()} == {"small": 100, "large": 300}
+    for cid, row in sizes.items():
+        nearest = min(CHROMA_MATCH_SIZES, key=lambda size: abs(means[cid][size] - targets[cid]))
+        assert row["max_chunk_size"] == nearest and row["mean_tokens"] == round(means[cid][nearest], 1)
+        assert row["target_tokens"] == round(targets[cid], 1)
+        mine = [c for c in chunks if c.corpus_id == cid]
+        assert all(eval_set.corpora[cid][c.start : c.end] == c.text for c in mine)
+        assert mean_tokens(mine) == pytest.approx(means[cid][nearest])
+    # at max 200 the matched path and the published baseline are one chunker
+    published = chroma_cluster_chunks(eval_set, 200)
+    assert [c for c in published if c.corpus_id == "small"] == chroma_chunks_from_pieces(text, *pieces["small"], 200)
+    # a corpus without a target is left out
+    sizes, chunks = chroma_cluster_at_corpus_means(eval_set, {"small": targets["small"]})
+    assert set(sizes) == {"small"} and {c.corpus_id for c in chunks} == {"small"}
+
+
+@pytest.mark.bench
+@needs_baselines
+@needs_model
+def test_quality_variant_compares_cluster_with_chroma_at_both_sizes(eval_dir: Path) -> None:
+    report = run_quality(eval_dir, k=1, strategies=["cluster"], baselines=False, variants=["plain"])
+    plain = report["variants"]["plain"]
+    names = [r["name"] for r in plain["results"]]
+    assert names == ["cluster", "chroma_cluster_200", "chroma_cluster_matched"]
+    targets = plain["targets"]
+    assert set(targets["cluster_vs_chroma_cluster"]["corpora"]) == {"topics"}
+    matched = targets["cluster_vs_chroma_cluster_matched_size"]
+    assert matched["met"] == all(matched["corpora"].values())
+    (size,) = matched["sizes"].values()
+    assert size["max_chunk_size"] in CHROMA_MATCH_SIZES and size["mean_tokens"] > 0
+    chroma = plain["results"][2]
+    assert chroma["params"] == {"max_chunk_size": {"topics": size["max_chunk_size"]}}
+    assert chroma["per_corpus"]["topics"]["mean_tokens"] == size["mean_tokens"]
+    json.dumps(report)
+
+
 def test_cli_chunk_json_is_one_object(corpus_dir: Path) -> None:
     result = CliRunner().invoke(bench_app, ["chunk", "--corpus", str(corpus_dir), "--json", "-s", "window"])
     assert result.exit_code == 0, result.output
@@ -446,7 +528,7 @@ def test_bench_sinks_refuses_a_missing_document_in_one_line(tmp_path: Path) -> N
 def test_verdicts_carry_margins_with_the_paired_standard_error() -> None:
     """A miss is reported with how far below, in points, and the standard error of the per-question
     differences: one question's luck and a real shortfall must not read alike."""
-    from streams.bench.cli import _verdict_line
+    from streams.bench.cli import _matched_sizes, _verdict_line
     from streams.bench.quality import PER_QUESTION, _versus
 
     questions = [Question(f"q{n}?", "a" if n < 4 else "b", ((0, 1),)) for n in range(8)]
@@ -470,6 +552,8 @@ def test_verdicts_carry_margins_with_the_paired_standard_error() -> None:
     assert line.startswith("semantic vs recursive pool size (for reference")
     assert "below on a (recall -25.0 ± 25.0, IoU +5.00 ± 5.00 points)" in line
     assert _verdict_line("x", {"corpora": {"b": True}, "met": True}) == "x: met"
+    sizes = {"a": {"max_chunk_size": 150, "mean_tokens": 93.4, "target_tokens": 95.2}}
+    assert _matched_sizes(sizes) == "Chroma sized to cluster's mean: a max 150: 93 tokens against 95"
 
 
 @pytest.mark.bench
