@@ -238,6 +238,9 @@ class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
 
 
 class SeekingConsumer(driver.Consumer):
+    """faust's consumer with points 1-7: each point is its own method (or hook installed by one), so that
+    `tests/reliability/uncorrected.py` can take any one of them away and show what it prevents."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._start: dict[TP, int] = {}  # where each partition was sought to on assignment (faust drops 0)
@@ -245,6 +248,11 @@ class SeekingConsumer(driver.Consumer):
         self._refetch: dict[TP, int] = {}  # lowest skipped offset per partition, to fetch again
         self._head_rewound: dict[TP, int] = {}
         self._held: dict[TP, tuple[int, float]] = {}  # commit held before a lost message: (offset, when rewound)
+        self._catch_cut_short_hand_overs()
+        self._refetch_cleared_queues()
+
+    def _catch_cut_short_hand_overs(self) -> None:
+        """Point 7: a hand-over a flow suspension cut short marks its message for fetching again."""
         hand_over = self.callback
 
         async def hand_over_or_refetch(message: Message) -> None:
@@ -256,6 +264,9 @@ class SeekingConsumer(driver.Consumer):
                 raise
 
         self.callback = hand_over_or_refetch
+
+    def _refetch_cleared_queues(self) -> None:
+        """Point 5: what resuming flow empties from the stream queues is fetched again."""
         flow = self.app.flow_control
         clear = flow.clear
 
@@ -314,14 +325,17 @@ class SeekingConsumer(driver.Consumer):
                 # again re-processed what the transaction had already committed (point 11's duplicates).
                 return super()._new_offset(tp)
             if base not in self._acked_index[tp] and not gaps.overlaps(base):
-                # Not processed yet, or skipped. Later ones processed mean it was lost: fetch it again.
-                held, now = self._held.get(tp), time.monotonic()
-                if acked and (held is None or held[0] != base or now - held[1] > LOST_RETRY_S):
-                    self._held[tp] = (base, now)
-                    log.warning("%s-%s: commit held before %s, later offsets done; fetching again", *tp, base)
-                    self._mark_refetch(tp, base)
+                self._held_before(tp, base)  # not processed yet, or skipped: the commit waits for it
                 return None
         return super()._new_offset(tp)
+
+    def _held_before(self, tp: TP, base: int) -> None:
+        """Point 7's net: a commit held before `base` while later offsets are done means `base` was lost."""
+        held, now = self._held.get(tp), time.monotonic()
+        if self._acked[tp] and (held is None or held[0] != base or now - held[1] > LOST_RETRY_S):
+            self._held[tp] = (base, now)
+            log.warning("%s-%s: commit held before %s, later offsets done; fetching again", *tp, base)
+            self._mark_refetch(tp, base)
 
     async def _rewind(self, tp: TP, first: int, after: int | None, why: str) -> bool:
         """Seek back (see `SeekingConsumerThread.rewind`) so that faust takes the re-fetched records."""
@@ -341,6 +355,12 @@ class SeekingConsumer(driver.Consumer):
         records, active = await super()._wait_next_records(timeout)
         if not records or active is None:
             return records, active
+        records = await self._keep_paused_batches(records, active)
+        self._check_heads(records)
+        return records, active
+
+    async def _keep_paused_batches(self, records: dict[TP, Any], active: Any) -> dict[TP, Any]:
+        """Point 3: batches of partitions not active yet are fetched again once they are, not discarded."""
         idle = {
             tp: batch
             for tp, batch in records.items()
@@ -348,7 +368,10 @@ class SeekingConsumer(driver.Consumer):
         }
         for tp, batch in idle.items():  # faust would discard these; fetch them again once tp is active
             await self._rewind(tp, batch[0].offset, batch[-1].offset + 1, "fetched while paused")
-        records = {tp: batch for tp, batch in records.items() if tp not in idle}
+        return {tp: batch for tp, batch in records.items() if tp not in idle}
+
+    def _check_heads(self, records: dict[TP, Any]) -> None:
+        """Point 6: the first batch after a seek must start where it was sought; a jump is fetched again."""
         for tp, batch in records.items():
             expected = self._head.get(tp)
             if batch and expected is not None and batch[0].offset >= expected:
@@ -360,7 +383,6 @@ class SeekingConsumer(driver.Consumer):
                     self._mark_refetch(tp, expected)
                 else:  # compacted away or control records: nothing to process there
                     self._gap[tp].addi(expected, batch[0].offset)
-        return records, active
 
     def ack(self, message: Message) -> bool:
         # The same test faust's stream makes before it skips (and then acks) a message mid-rebalance.
@@ -408,8 +430,13 @@ class Transport(driver.Transport):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        faust_streams._CStreamIterator = None  # read per stream; see point 4 above
+        _use_python_stream_iterator()
         _rejoin_on_empty_assignment()
+
+
+def _use_python_stream_iterator() -> None:
+    """Point 4: faust's Cython stream iterator skips a message without acking it; this one acks it."""
+    faust_streams._CStreamIterator = None  # read per stream
 
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
