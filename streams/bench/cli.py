@@ -576,6 +576,36 @@ def idle(
             out.print(f"{key.replace('_', ' ')}: {'met' if met else 'missed'}")
 
 
+@bench_app.command("corrections")
+def corrections(
+    without: Annotated[
+        list[str] | None,
+        typer.Option("--without", help="Points to take away in one run: all, or a list such as 1,4 (repeatable)."),
+    ] = None,
+    docs: Annotated[int, typer.Option("--docs", min=1, help="Synthetic documents per run (1-5 pages each).")] = 200,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Runs of each set, the corrected one first.")] = 1,
+    broker: Annotated[str, typer.Option("--broker", help="Broker to churn on: kafka or noida.")] = "kafka",
+    as_json: JsonOpt = False,
+) -> None:
+    """Documents under rebalance churn with the transport's corrections taken away: what each prevents."""
+    from streams.bench.corrections import run_corrections_bench
+
+    if broker not in BROKER_NAMES:
+        raise typer.BadParameter(f"--broker: noida or kafka, not {broker!r}")
+    with _progress() as update:
+        report = run_corrections_bench(broker, docs, without or ["all"], runs, update)
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench corrections on {BROKER_NAMES[broker]}: {docs} documents a run")
+    for column in ("without", "rebalances", "stalled", "lost", "of them unassembled", "re-published", "seconds"):
+        table.add_column(column, justify="left" if column == "without" else "right")
+    for run in report["runs"]:
+        keys = ("rebalances", "stalled", "lost", "lost_unassembled", "republished", "seconds")
+        table.add_row(run["without"], *(str(run[key]) for key in keys))
+    out.print(table)
+
+
 @bench_app.command("ui")
 def ui(
     pages: Annotated[int, typer.Option("--pages", min=1, help="Pages of the long synthetic document.")] = 300,

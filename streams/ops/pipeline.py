@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -304,8 +304,10 @@ class LocalPipeline:
         on_stage: Callable[[str], None] | None = None,
         supervise: bool = False,
         on_event: Callable[[str], None] | None = None,
+        worker_env: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.worker_env = dict(worker_env or {})  # added to every worker's environment (a bench's own switches)
         self.strategies = strategies
         self.own_broker = own_broker
         self.sinks = sinks or []
@@ -368,7 +370,7 @@ class LocalPipeline:
         if self.metrics:
             self.metrics_ports[key] = self.metrics_ports.get(key) or free_port()
             metrics_port = str(self.metrics_ports[key])
-        env = child_env(self.settings, STREAMS_METRICS_PORT=metrics_port)
+        env = child_env(self.settings, STREAMS_METRICS_PORT=metrics_port, **self.worker_env)
         proc = subprocess.Popen(
             [
                 sys.executable,
