@@ -69,17 +69,19 @@ again from the committed offsets. Seven things break that, each silently:
    already does when a join yields no assignment.
 
 11. faust's, with `processing_guarantee="exactly_once"` (faust-streaming/faust#177): its transaction manager
-   picks the transaction of a record it sends by the *destination* partition, and only for topics the
-   app consumes. A record for any other topic (the assembler's documents, a chunker's chunks, manifests,
-   dead letters) found no transaction and went out on the plain producer, outside every transaction, so
-   "exactly once" was at-least-once; and a destination partition assigned to another replica named a
-   transaction this one does not have (a send error). Here a record sent while an event is processed
-   joins the transaction of that event's source partition, the one its offset is committed in, as Kafka
-   Streams does; without an event (a timer), faust's own choice stands. Its input then carries the
-   upstream transactions' commit markers (and read_committed hides aborted records): offsets that hold no
-   message. On such a topic point 7's net no longer takes a missing head offset for a lost message (it
-   re-ran documents a transaction had committed: 298 chunk records for 152 chunks); faust's rule commits
-   past the hole.
+   picks the transaction of a record it sends by the *destination* partition, and only for topics the app
+   consumes. A record for any other topic (the assembler's documents, a chunker's chunks, manifests, dead
+   letters) found no transaction and went out on the plain producer, outside every transaction, so "exactly
+   once" was at-least-once; and a destination partition assigned to another replica named a transaction this
+   one does not have (a send error). Here a record sent while an event is processed joins the transaction of
+   that event's source partition, the one its offset is committed in, as Kafka Streams does. A record sent
+   without an event (the assembler's tick timer) consumed no input to commit with it, so it goes on the plain
+   producer: faust's choice put it in the transaction of its destination partition, whose producer a rebalance
+   may have left between transactions, and the assembler crashed ("Can't send messages while not in
+   transaction"), stalling the pipeline after any rebalance. A worker's input then carries the upstream transactions'
+   commit markers (and read_committed hides aborted records): offsets that hold no message. On such a topic
+   point 7's net no longer takes a missing head offset for a lost message (it re-ran documents a transaction
+   had committed: 298 chunk records for 152 chunks); faust's rule commits past the hole.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -417,7 +419,10 @@ class SourceTransactionManager(TransactionManager):
             tid = f"{self.app.conf.id}-{group}-{source.partition}"  # faust's transactional_id_format
             if group is not None and tid in getattr(self.producer, "_transaction_producers", {}):
                 return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
-        return await super().send(topic, key, value, partition, timestamp, headers)
+            return await super().send(topic, key, value, partition, timestamp, headers)
+        # No event: nothing consumed to commit with it. faust's choice (the destination partition's transaction)
+        # crashed the assembler's tick timer after a rebalance ("Can't send messages while not in transaction").
+        return await self.producer.send(topic, key, value, partition, timestamp, headers)
 
 
 class Transport(driver.Transport):

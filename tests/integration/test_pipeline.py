@@ -215,3 +215,27 @@ def test_exactly_once_publishes_each_chunk_once_across_transactions(run_pipeline
     codec = AvroCodec(settings.schema_registry_url)
     ids = [codec.decode("chunk_record", m.value())["chunk_id"] for m in read_topic(settings, settings.topics.chunks)]
     assert ids and len(ids) == len(set(ids)) == sum(len(slot) for slot in result.chunks.values())
+
+
+def test_exactly_once_keeps_assembling_after_a_rebalance(run_pipeline) -> None:
+    """Under exactly-once the assembler's tick timer sent its ticks in the transaction of their destination
+    partition; after a second replica joined, that partition's producer could be between transactions and
+    the assembler crashed ("Can't send messages while not in transaction"): nothing was assembled again. A
+    send without an event now goes on the plain producer; both replicas stay up and every document lands."""
+    import time
+
+    from streams.bench.pipeline import synthetic_documents
+
+    docs = synthetic_documents(30, seed=31)
+    pipeline = run_pipeline(["window"], processing_guarantee="exactly_once", partitions=4)
+    settings = pipeline.settings
+    collector = Collector(settings)
+    publish_pages(settings, [p for pages in docs[:10] for p in pages])
+    collector.wait([(d[0].doc_id, 0) for d in docs[:10]], ["window"], timeout=180)
+    pipeline.start_worker("assembler", replica=2)
+    time.sleep(8)  # the rebalance, and ticks on both replicas after it
+    publish_pages(settings, [p for pages in docs[10:] for p in pages])
+    result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=180)
+    collector.close()
+    assert result.settled([(d[0].doc_id, 0) for d in docs], ["window"])
+    assert {key: proc.poll() for key, proc in pipeline.workers.items()} == dict.fromkeys(pipeline.workers)
