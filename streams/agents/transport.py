@@ -78,10 +78,10 @@ again from the committed offsets. Seven things break that, each silently:
    without an event (the assembler's tick timer) consumed no input to commit with it, so it goes on the plain
    producer: faust's choice put it in the transaction of its destination partition, whose producer a rebalance
    may have left between transactions, and the assembler crashed ("Can't send messages while not in
-   transaction"), stalling the pipeline after any rebalance. A worker's input then carries the upstream transactions'
-   commit markers (and read_committed hides aborted records): offsets that hold no message. On such a topic
-   point 7's net no longer takes a missing head offset for a lost message (it re-ran documents a transaction
-   had committed: 298 chunk records for 152 chunks); faust's rule commits past the hole.
+   transaction"), stalling the pipeline after any rebalance. A worker's input then carries the upstream
+   transactions' commit markers (and read_committed hides aborted records): offsets that hold no message. On
+   such a topic point 7's net no longer takes a missing head offset for a lost message (it re-ran documents a
+   transaction had committed: 298 chunk records for 152 chunks); faust's rule commits past the hole.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -241,7 +241,7 @@ class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
 
 class SeekingConsumer(driver.Consumer):
     """faust's consumer with points 1-7: each point is its own method (or hook installed by one), so that
-    `tests/reliability/uncorrected.py` can take any one of them away and show what it prevents."""
+    `streams bench corrections` (`streams.bench.corrections.uncorrect`) can take any one of them away."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

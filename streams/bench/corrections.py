@@ -14,7 +14,6 @@ evidence that the correction is not needed; a run with a loss is proof that it i
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -190,7 +189,3 @@ def run_corrections_bench(
             for run in range(runs):
                 results.append(run_churn(points, docs, broker_kind, Path(scratch) / f"{n}-{run}", progress))
     return {"bench": "corrections", "broker_kind": broker_kind, "docs": docs, "runs": results}
-
-
-if __name__ == "__main__":  # pragma: no cover - a quick look without the CLI
-    print(json.dumps(run_corrections_bench("kafka", 200, ["all"], 1, lambda *_: None), indent=2))
