@@ -6,17 +6,26 @@ Why: an assembler replica keeps every incomplete document in memory until its la
 `Limits.max_pending_bytes`. These tests show what that bound costs in Python memory (tracemalloc peak and
 RSS, printed; run with `pytest -s`), and that the bound holds after every page, also when pages differ in
 size (one eviction per page used to leave the total above the limit).
+
+Each measurement runs in a fresh interpreter: tracemalloc in Python 3.11 can crash the process when it starts
+or stops while other threads allocate (fixed upstream in 3.12.9/3.13.2, never in 3.11), and a pytest session
+holds threads left by earlier tests (driver monitors, broker clients). A fresh interpreter also keeps those
+tests' memory out of the figures.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import random
 import resource
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from tests.conftest import make_pages, page_bytes
@@ -102,6 +111,35 @@ def feed(assembler: Assembler, texts: list[str]) -> Run:
     )
 
 
+def measure(limit: int) -> dict[str, object]:
+    """Feed the first pages into a fresh assembler with `limit`; what the tests assert on, as plain data."""
+    assembler = Assembler({}, {}, Limits(max_pending_bytes=limit))
+    run = feed(assembler, first_page_texts())
+    report("within the limit" if not run.evicted else "over the limit", run, assembler)
+    return {
+        "run": asdict(run) | {"evicted": [[dead.doc_id, len(dead.pages)] for dead in run.evicted]},
+        "pending": assembler.pending_bytes(),
+        "open_ids": sorted({key.split("\x1f")[0] for key in assembler.pages}),
+        "headers": len(assembler.headers),
+    }
+
+
+def measured(limit: int) -> dict[str, object]:
+    """`measure(limit)` in a fresh interpreter (see the module docstring); its report goes to our stdout."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.reliability.test_memory", str(limit)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    lines = done.stdout.strip().splitlines()
+    assert done.returncode == 0, (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+    print("\n".join(lines[:-1]))
+    return json.loads(lines[-1])
+
+
 def report(title: str, run: Run, assembler: Assembler) -> None:
     print(
         f"\n{title}: {DOCS} first pages, {run.raw_bytes / 1e6:.2f} MB raw "
@@ -116,29 +154,29 @@ def report(title: str, run: Run, assembler: Assembler) -> None:
 
 def test_thousand_half_assembled_documents_cost_little_over_their_bytes() -> None:
     """Under the limit nothing is evicted: every first page is held, at a bounded Python overhead."""
-    texts = first_page_texts()
-    assembler = Assembler({}, {}, Limits(max_pending_bytes=64_000_000))
-    run = feed(assembler, texts)
-    report("within the limit", run, assembler)
-    assert not run.evicted
-    assert assembler.pending_bytes() == run.raw_bytes == run.held_peak
-    assert len(assembler.pages) == DOCS and len(assembler.headers) == DOCS
-    assert 3_000 * DOCS < run.raw_bytes < 6_000 * DOCS  # realistic page sizes, ~4 KB
-    assert run.traced_peak < OVERHEAD * run.raw_bytes
+    got = measured(64_000_000)
+    run = got["run"]
+    assert not run["evicted"]
+    assert got["pending"] == run["raw_bytes"] == run["held_peak"]
+    assert len(got["open_ids"]) == DOCS and got["headers"] == DOCS
+    assert 3_000 * DOCS < run["raw_bytes"] < 6_000 * DOCS  # realistic page sizes, ~4 KB
+    assert run["traced_peak"] < OVERHEAD * run["raw_bytes"]
 
 
 def test_pending_bytes_limit_holds_after_every_page() -> None:
     """Over the limit the oldest documents are dead-lettered (never dropped) until the total fits again."""
-    texts = first_page_texts()
     limit = 1_500_000  # ~37% of the raw bytes: about 640 of the 1,000 documents must go
-    assembler = Assembler({}, {}, Limits(max_pending_bytes=limit))
-    run = feed(assembler, texts)
-    report("over the limit", run, assembler)
-    open_ids = {key.split("\x1f")[0] for key in assembler.pages}
-    evicted_ids = [dead.doc_id for dead in run.evicted]
+    got = measured(limit)
+    run = got["run"]
+    open_ids = set(got["open_ids"])
+    evicted_ids = [doc_id for doc_id, _ in run["evicted"]]
     # Oldest first, each exactly once, each with its page; every document is either held or evicted.
     assert evicted_ids == [f"mem-{n:04d}" for n in range(len(evicted_ids))]
-    assert all(len(dead.pages) == 1 for dead in run.evicted)
+    assert all(pages == 1 for _, pages in run["evicted"])
     assert open_ids.isdisjoint(evicted_ids) and len(open_ids) + len(evicted_ids) == DOCS
-    assert run.raw_bytes > 2 * limit and limit - 6_000 < run.held_peak <= limit
-    assert run.traced_peak < OVERHEAD * limit
+    assert run["raw_bytes"] > 2 * limit and limit - 6_000 < run["held_peak"] <= limit
+    assert run["traced_peak"] < OVERHEAD * limit
+
+
+if __name__ == "__main__":
+    print(json.dumps(measure(int(sys.argv[1]))))
