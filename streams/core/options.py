@@ -232,6 +232,13 @@ class SemanticOptions(StrategyOptions):
     paragraph_weight: float = Field(
         0.15, ge=0.0, le=1.0, description="added to the distance where a blank line separates two sentences"
     )
+    local_window: int = Field(
+        10,
+        ge=0,
+        le=1000,
+        description="in a document without blank lines, each distance less the mean of this many distances "
+        "either side before the threshold (0: never)",
+    )
     min_tokens: int = Field(100, ge=0, le=100_000, description="smaller groups join a neighbour")
     max_tokens: int = Field(400, ge=8, le=100_000, description="larger groups are split")
 

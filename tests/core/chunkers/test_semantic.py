@@ -23,6 +23,7 @@ from streams.core.chunkers.semantic import (
     SemanticChunker,
     _Group,
     _RangeCounter,
+    local_contrast,
 )
 from streams.core.document import assemble
 from streams.core.embedding import Embedder
@@ -493,3 +494,43 @@ def test_both_embedding_strategies_record_the_heading_path_at_each_chunk(embedde
         assert [d.section_path for d in drafts] == [path_at(paths, d.char_start) for d in drafts]
         assert ("Herons", "Nesting") in {tuple(d.section_path) for d in drafts}, cls.name
         assert not any("Field Guide" in d.section_path for d in drafts)
+
+
+def _vectors_from_distances(distances: list[float]) -> np.ndarray:
+    """Unit vectors in a plane whose neighbours are exactly `distances` apart (cosine distance), so a test
+    states the distances and `group` sees them (buffer_size 0)."""
+    angles = np.concatenate([[0.0], np.cumsum(np.arccos(1.0 - np.asarray(distances)))])
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+def test_without_blank_lines_a_shift_counts_against_its_neighbourhood() -> None:
+    """Loose text (distances ~0.30) then tight text (~0.02) with one shift of 0.20 inside it. Over the whole
+    document the shift is below the 75th percentile (the loose half sets it), so one document-wide threshold
+    breaks only inside the loose half; against its neighbourhood the shift stands out. With a blank line in
+    the text the paragraph signal is there, and the local rule stays off."""
+    loose = [0.30 + 0.01 * (i % 3) for i in range(20)]
+    tight = [0.02 + 0.002 * (i % 3) for i in range(20)]
+    shift = len(loose) + 10
+    distances = loose + tight[:10] + [0.20] + tight[10:]
+    vectors = _vectors_from_distances(distances)
+    sentences = [f"Sentence number {i} says a thing." for i in range(len(vectors))]
+    one_line = " ".join(sentences)
+    units = block_sentence_spans(one_line)
+    assert len(units) == len(vectors)
+
+    def breaks(text: str, spans: list[tuple[int, int]], **options: object) -> list[int]:
+        chunker = SemanticChunker(get_tokenizer(), buffer_size=0, paragraph_weight=0.0, **options)
+        groups, _ = chunker.group(vectors, spans, text)
+        return [g.last for g in groups[:-1]]
+
+    assert shift not in breaks(one_line, units, local_window=0)  # the document-wide percentile misses it
+    assert shift in breaks(one_line, units)  # the default local rule finds it
+    with_blank = " ".join(sentences[:5]) + "\n\n" + " ".join(sentences[5:])
+    blank_units = block_sentence_spans(with_blank)
+    assert breaks(with_blank, blank_units) == breaks(with_blank, blank_units, local_window=0)
+
+
+def test_local_contrast_takes_the_mean_of_the_neighbours_only() -> None:
+    got = local_contrast(np.array([0.1, 0.5, 0.1, 0.1]), 1)
+    assert got.tolist() == [-0.4, 0.4, -0.2, 0.0]  # each less the mean of its neighbours, rounded
+    assert local_contrast(np.array([0.4]), 3).tolist() == [0.4]  # no neighbours: the distance itself
