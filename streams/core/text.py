@@ -117,7 +117,9 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None, *, uncased
     spans: list[Span] = []
     cursor = start
     for match in (_SENT_END_CASELESS if uncased else _SENT_END).finditer(text, start, stop):
-        word_start = text.rfind(" ", cursor, match.start()) + 1
+        # The word before the stop starts after the last whitespace of any kind: after a line break too
+        # ("home.\nMr. Smith" keeps "Mr." with its name).
+        word_start = max(text.rfind(c, cursor, match.start()) for c in " \n\t") + 1
         word = text[max(word_start, cursor) : match.start()].lower().lstrip("(\"'“")
         if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
             continue

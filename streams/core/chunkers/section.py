@@ -553,7 +553,7 @@ def _segments(text: str, start: int, end: int) -> list[tuple[Span, bool]]:
 
 class SectionChunker(Chunker):
     name = "section"
-    version = "1.1.0"
+    version = "1.1.1"
     metadata_record = "streams.meta.SectionMetadata"
     options: SectionOptions
 

@@ -29,7 +29,7 @@ from streams.core.document import assemble
 from streams.core.embedding import Embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
 from streams.core.records import build_records, embedding_text
-from streams.core.text import block_sentence_spans, heading_paths, path_at, split_span_by_tokens
+from streams.core.text import block_sentence_spans, heading_paths, path_at, sentence_spans, split_span_by_tokens
 from streams.core.tokenizers import get_tokenizer
 from streams.embedstore import get_embedder
 from streams.settings import Settings
@@ -102,6 +102,16 @@ def test_sentence_spans_exact_offsets_abbreviations_decimals_and_blocks() -> Non
         "A heading without a stop",
         "- first item",
         "- second item",
+    ]
+
+
+def test_an_abbreviation_at_the_start_of_a_line_keeps_its_sentence() -> None:
+    """Hard-wrapped text puts any word at a line's start; "Mr." there is still no sentence's end."""
+    text = "We went home.\nMr. Smith stayed, and Dr.\nJones left.\nThen it rained."
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "We went home.",
+        "Mr. Smith stayed, and Dr.\nJones left.",
+        "Then it rained.",
     ]
 
 

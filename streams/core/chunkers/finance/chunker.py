@@ -72,7 +72,7 @@ _QUALIFIER_START = re.compile(
 
 class FinanceChunker(Chunker):
     name = "finance"
-    version = "1.0.0"
+    version = "1.0.1"
     metadata_record = "streams.meta.FinanceMetadata"
     options: FinanceOptions
 
