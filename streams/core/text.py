@@ -46,6 +46,14 @@ ALIGNED_GAP = re.compile(rf"\S(?:{COLUMN_GAP.pattern})\S")
 MD_HEADING = re.compile(r"^(?P<marks>#{1,6})\s+(?P<title>\S.*?)\s*#*\s*$")
 # MediaWiki's `== Title ==`, also as tokenised dumps (WikiText) write it, `= = Title = =`.
 WIKI_HEADING = re.compile(r"^[ \t]*(?P<marks>(?:=[ \t]*)+)(?P<title>[^=\s].*?)[ \t]*(?:=[ \t]*)+$")
+# The same marks inside a line: wiki text whose line breaks were collapsed (a dump pasted as one paragraph)
+# still closes each title with the marks that opened it.
+INLINE_WIKI_HEADING = re.compile(
+    r"(?<!\S)(?P<marks>=(?:[ \t]?=){0,5})[ \t]+(?P<title>[^=.!?\n]{1,100}?)[ \t]+(?P=marks)(?=\s|$)"
+)
+#: What a one-mark inline heading must follow (after spaces): a sentence's end or another heading's marks,
+#: so `a = b = c` in running text is no heading.
+_HEADING_AFTER = frozenset(".!?\"')]=\n")
 # Characters that re.I matches to an ASCII letter but str.lower() does not map to it (or that change
 # length when lowered); without them a lowercase pattern over the lowered text finds exactly what the
 # re.I pattern finds in the text, and Python's re is several times faster without re.I.
@@ -367,6 +375,7 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
     other chunk in the document and only dilutes each vector; the titles of articles in a collection,
     and of sections, are what tell chunks apart (docs/benchmarks.md, Retrieval quality)."""
     found = [(m.start(), *h) for m in _ANY_LINE.finditer(text) if (h := markup_heading(m.group(0)))]
+    found = sorted(found + inline_headings(text, found))
     ends = [len(text)] * len(found)
     chains: list[list[int]] = []  # per heading: the indices of the sections open there, outermost first
     open_at: list[int] = []
@@ -379,6 +388,29 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
         (found[i][0], tuple(found[j][2] for j in chain if ends[j] - found[j][0] <= share * len(text)))
         for i, chain in enumerate(chains)
     ]
+
+
+def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> list[tuple[int, int, str]]:
+    """(offset, level, title) of MediaWiki headings inside a line (INLINE_WIKI_HEADING), leaving out those
+    on a line that is a heading itself (`lines`, as heading_paths finds them).
+
+    Why: with its line breaks collapsed, a collection of wiki articles loses the titles that tell one
+    article's chunks from another's, and retrieval falls to what a splitter without them gets
+    (docs/benchmarks.md, Inline headings)."""
+    if "=" not in text:
+        return []
+    starts = {offset for offset, _, _ in lines}
+    found = []
+    for m in INLINE_WIKI_HEADING.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        level, title = m["marks"].count("="), m["title"].strip()
+        if line_start in starts or not any(c.isalnum() for c in title):
+            continue
+        before = text[: m.start()].rstrip(" \t")[-1:]
+        if level == 1 and before and before not in _HEADING_AFTER:
+            continue
+        found.append((m.start(), level, title))
+    return found
 
 
 def path_at(paths: Sequence[tuple[int, tuple[str, ...]]], position: int) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from streams.core.text import (
     crosses_line_break,
     heading_lines,
     heading_paths,
+    inline_headings,
     line_spans,
     markup_heading,
     nearest_heading,
@@ -424,6 +425,43 @@ def test_heading_paths_open_and_close_sections_by_level() -> None:
     exact = "# Doc\n" + "a" * 25 + "\n" + "# End\nb\n"
     assert len(exact) == 40 and heading_paths(exact) == [(0, ("Doc",)), (32, ("End",))]
     assert heading_paths("no headings\n") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Done. == Notes == More text.", [(6, 2, "Notes")]),
+        ("It ended . = = Early life = = He was born.", [(11, 2, "Early life")]),
+        ("= Alder Pier = The pier was rebuilt.", [(0, 1, "Alder Pier")]),
+        # after another heading's marks: a section's first subsection
+        ("= = Works = = = = = Books = = = Listed.", [(0, 2, "Works"), (14, 3, "Books")]),
+        ("Set x = y = z and go.", []),  # one mark inside running text: an equation, not a title
+        ("So a == b == c holds.", [(5, 2, "b")]),  # two marks anywhere: MediaWiki's own
+        ("Then. == ... == next", []),  # no letter or digit
+        ("Then. == Open but never closed", []),
+        ("Then. == Mismatched === next", []),
+    ],
+)
+def test_inline_headings_find_wiki_marks_inside_a_line(text: str, found: list[tuple[int, int, str]]) -> None:
+    assert inline_headings(text) == found
+
+
+def test_heading_paths_are_the_same_with_line_breaks_collapsed() -> None:
+    body = "The span was rebuilt in steel after the flood of that year."
+    lines = "".join(f" = {name} = \n {body}\n = = History = = \n {body}\n" for name in ("Alder Pier", "Birch Bridge"))
+    collapsed = " ".join(lines.split())
+    assert (
+        [p for _, p in heading_paths(collapsed)]
+        == [p for _, p in heading_paths(lines)]
+        == [
+            ("Alder Pier",),
+            ("Alder Pier", "History"),
+            ("Birch Bridge",),
+            ("Birch Bridge", "History"),
+        ]
+    )
+    # a heading on its own line is found once, by its line
+    assert heading_paths("Intro. == Notes == here.\n== Notes ==\nmore\n") == [(7, ("Notes",)), (25, ("Notes",))]
 
 
 def test_path_at_and_nearest_heading_read_the_last_one_at_or_before() -> None:

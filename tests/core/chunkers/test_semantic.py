@@ -484,6 +484,22 @@ def test_a_collection_of_wikitext_articles_keeps_each_article_title() -> None:
     assert paths == [("Alder Pier",), ("Alder Pier", "History"), ("Birch Bridge",), ("Birch Bridge", "History")]
 
 
+def test_wikitext_articles_pasted_as_one_paragraph_keep_their_titles(embedder: Embedder) -> None:
+    """With its line breaks collapsed, a collection of wiki articles still marks its titles; each chunk of
+    either embedding strategy carries its article's title as it does with the lines kept."""
+    bridge = " ".join(f"The bridge carried {n} carts a day across the river in winter." for n in range(10))
+    harbour = " ".join(f"Fishing boats unloaded {n} crates of herring at the harbour wall." for n in range(10))
+    text = f"= Birch Bridge = {bridge} = = History = = {bridge} = Alder Harbour = {harbour} = = Trade = = {harbour}"
+    doc = make_doc([text])
+    for cls in STRATEGIES:
+        drafts = cls(get_tokenizer(), min_tokens=20, max_tokens=80, embedder=embedder).chunk(doc)
+        assert len(drafts) > 3
+        paths = {tuple(d.section_path) for d in drafts}
+        assert {p[0] for p in paths} == {"Birch Bridge", "Alder Harbour"}, cls.name
+        harbour_chunk = next(d for d in drafts if "herring" in d.text and d.char_start > text.index("= = Trade"))
+        assert harbour_chunk.section_path == ("Alder Harbour", "Trade"), cls.name
+
+
 def test_a_heading_guessed_from_its_shape_is_no_part_of_a_path() -> None:
     text = "Quarterly Results\n\nRevenue rose by a tenth in the quarter.\n\n## Outlook\n\nDemand should hold."
     assert [p for _, p in heading_paths(text)] == [("Outlook",)]
