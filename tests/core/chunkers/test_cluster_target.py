@@ -111,3 +111,68 @@ def test_the_default_target_keeps_within_the_bounds_set_and_an_explicit_one_is_c
     assert make_options("cluster", {"target_tokens": "none"}).target_tokens is None
     with pytest.raises(OptionsError, match=r"target_tokens \(300\) must not exceed max_tokens \(250\)"):
         make_options("cluster", {"target_tokens": 300})
+
+
+SUBJECTS = {
+    "herons": [
+        "The grey heron waded through the reed bed at dawn",
+        "A heron speared a small fish in the shallow marsh",
+        "Herons built their nests of sticks high in the alder trees",
+        "The young herons begged loudly for food from the nest",
+        "A heron stood motionless on one leg by the river bank",
+        "Birdwatchers counted forty heron nests in the colony",
+    ],
+    "trains": [
+        "The steam locomotive hauled twelve coal wagons up the gradient",
+        "Engine drivers checked the boiler pressure before departure",
+        "The night express left the central station on time",
+        "Railway signals turned green as the freight train approached",
+        "The locomotive took on water at the junction tank",
+        "Passengers boarded the carriages at the branch line platform",
+    ],
+    "taxes": [
+        "The company filed its quarterly tax return before the deadline",
+        "Deferred tax assets rose because of carried forward losses",
+        "The auditor reviewed the effective income tax rate",
+        "Tax credits for research reduced the amount payable",
+        "The filing disclosed uncertain tax positions in two countries",
+        "Interest and penalties on late tax payments were accrued",
+    ],
+    "volcanoes": [
+        "Lava flowed from the summit crater of the volcano overnight",
+        "Geologists measured sulphur dioxide in the volcanic plume",
+        "Ash from the eruption closed the airport for two days",
+        "Magma pressure beneath the volcano caused small earthquakes",
+        "The lava dome grew several metres in a single week",
+        "Villagers were evacuated from the slopes of the volcano",
+    ],
+}
+
+
+def subject_blocks(blocks: int = 12, seed: int = 1) -> tuple[str, list[int]]:
+    """One paragraph of blocks of five sentences (about 100 tokens), each block on one subject in turn, and
+    where each block starts."""
+    rng = random.Random(seed)
+    names = list(SUBJECTS)
+    out: list[str] = []
+    for b in range(blocks):
+        picked = rng.sample(SUBJECTS[names[b % len(names)]], 5)
+        source = ["record", "report", "log", "note"]
+        out.append(" ".join(f"{s}, as the {rng.choice(source)} for day {rng.randint(1, 28)} shows." for s in picked))
+    starts, at = [], 0
+    for block in out:
+        starts.append(at)
+        at += len(block) + 1
+    return " ".join(out), starts
+
+
+def test_in_one_paragraph_chunks_end_where_the_subject_changes() -> None:
+    """Without a line break, blocks and headings tell nothing: the similarities alone must find each change
+    of subject (an optimal split over sentences read with their neighbours, measured as an alternative for
+    such text, put 8 of 12 chunks across one; docs/benchmarks.md, `cluster` without line breaks)."""
+    text, starts = subject_blocks()
+    assert "\n" not in text
+    chunker = get_chunker("cluster", {}, tokenizer=get_tokenizer(), embedder=get_embedder())
+    drafts = chunker.chunk(one_page(text))
+    across = [d.text[:40] for d in drafts if any(d.char_start < s < d.char_end - 1 for s in starts)]
+    assert len(drafts) == len(starts) and not across, across
