@@ -399,16 +399,22 @@ def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> li
     (docs/benchmarks.md, Inline headings)."""
     if "=" not in text:
         return []
-    starts = {offset for offset, _, _ in lines}
+    # The heading lines' spans, to leave out a match on one (bisected: a long line may hold many matches).
+    spans = sorted((offset, end if (end := text.find("\n", offset)) >= 0 else len(text)) for offset, _, _ in lines)
     found = []
     for m in INLINE_WIKI_HEADING.finditer(text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
         level, title = m["marks"].count("="), m["title"].strip()
-        if line_start in starts or not any(c.isalnum() for c in title):
+        if not any(c.isalnum() for c in title):
             continue
-        before = text[: m.start()].rstrip(" \t")[-1:]
-        if level == 1 and before and before not in _HEADING_AFTER:
+        k = bisect_right(spans, (m.start(), len(text))) - 1
+        if k >= 0 and spans[k][0] <= m.start() < spans[k][1]:
             continue
+        if level == 1:
+            i = m.start() - 1
+            while i >= 0 and text[i] in " \t":
+                i -= 1
+            if i >= 0 and text[i] not in _HEADING_AFTER:
+                continue
         found.append((m.start(), level, title))
     return found
 
