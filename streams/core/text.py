@@ -403,9 +403,10 @@ def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> li
     spans = sorted((offset, end if (end := text.find("\n", offset)) >= 0 else len(text)) for offset, _, _ in lines)
     found = []
     for m in INLINE_WIKI_HEADING.finditer(text):
-        level, title = m["marks"].count("="), m["title"].strip()
-        if not any(c.isalnum() for c in title):
+        heading = markup_heading(m.group(0))  # the marks and title a heading line would have
+        if heading is None:
             continue
+        level, title = heading
         k = bisect_right(spans, (m.start(), len(text))) - 1
         if k >= 0 and spans[k][0] <= m.start() < spans[k][1]:
             continue

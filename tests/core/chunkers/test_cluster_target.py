@@ -154,10 +154,10 @@ def subject_blocks(blocks: int = 12, seed: int = 1) -> tuple[str, list[int]]:
     where each block starts."""
     rng = random.Random(seed)
     names = list(SUBJECTS)
+    source = ["record", "report", "log", "note"]
     out: list[str] = []
     for b in range(blocks):
         picked = rng.sample(SUBJECTS[names[b % len(names)]], 5)
-        source = ["record", "report", "log", "note"]
         out.append(" ".join(f"{s}, as the {rng.choice(source)} for day {rng.randint(1, 28)} shows." for s in picked))
     starts, at = [], 0
     for block in out:
