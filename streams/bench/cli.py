@@ -305,8 +305,29 @@ def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
     for key in keys:
         if key in targets:
             out.print(indent + _verdict_line(key, targets[key]), highlight=False)
+        if key in targets and "chance" in targets[key]:
+            out.print(
+                indent + "  " + _chance_line(targets[key]["chance"], len(targets[key]["corpora"])), highlight=False
+            )
         if key in targets and "sizes" in targets[key]:
             out.print(indent + "  " + _matched_sizes(targets[key]["sizes"]), highlight=False)
+
+
+def _chance_line(chance: dict[str, Any], corpora: int) -> str:
+    """The corpora below by more than one standard error beside what parity gives, which of them parity
+    does not explain, and the pooled margin: two equal chunkers show such misses too."""
+    below = chance["below"]
+    named = ", ".join(f"{cid} p {chance['p'][cid]:.3f}" for cid in below)
+    beyond = ", ".join(chance["beyond_chance"]) or "none"
+    pooled = chance["pooled"]
+    return (
+        f"below by more than one SE: {len(below)} of {corpora} corpora{f' ({named})' if below else ''}; "
+        f"at parity {chance['expected_at_parity']:.1f} expected, {len(below)} or more in "
+        f"{chance['p_at_least']:.0%} of {chance['draws']:,} sign flips; beyond chance (Holm, "
+        f"{chance['alpha']:.0%}): {beyond}; over all {pooled['questions']} questions recall "
+        f"{100 * pooled['recall']:+.1f} ± {100 * pooled['recall_se']:.1f}, IoU {100 * pooled['iou']:+.2f} ± "
+        f"{100 * pooled['iou_se']:.2f} points"
+    )
 
 
 def _matched_sizes(sizes: dict[str, dict[str, float]]) -> str:

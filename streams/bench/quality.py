@@ -659,7 +659,8 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
 
     The margins come with the standard error of the paired per-question differences, so a miss by a
     fraction of one question's score reads as what it is; the verdict itself stays the plain "at or
-    above" the issue asks for."""
+    above" the issue asks for. `chance` sets the corpora below by more than one standard error against
+    what parity would give (chance_of_misses)."""
     ours, theirs = candidate.get("per_corpus", {}), reference.get("per_corpus", {})
     corpora: dict[str, bool] = {}
     margins: dict[str, dict[str, float]] = {}
@@ -677,7 +678,81 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
                 "iou": round(ours[cid]["iou"] - theirs[cid]["iou"], 4),
                 "iou_se": round(float(se[1]), 4),
             }
-    return {"corpora": corpora, "margins": margins}
+    result: dict[str, Any] = {"corpora": corpora, "margins": margins}
+    if PER_QUESTION in candidate and PER_QUESTION in reference and margins:
+        keep = np.array([q.corpus_id in margins for q in eval_set.questions])
+        groups = [q.corpus_id for q, kept in zip(eval_set.questions, keep, strict=True) if kept]
+        result["chance"] = chance_of_misses(candidate[PER_QUESTION][keep] - reference[PER_QUESTION][keep], groups)
+    return result
+
+
+#: Sign flips drawn by chance_of_misses; fixed, with a fixed seed, so a report reads the same twice.
+PARITY_DRAWS = 4000
+
+
+def below_by_more_than_one_se(diff: np.ndarray) -> bool:
+    """Is either metric's mean paired difference (rows: questions; columns: recall, IoU) below minus its
+    standard error: the per-corpus miss the retrieval targets name."""
+    mean = diff.mean(axis=0)
+    se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
+    return bool((mean < -se).any())
+
+
+def chance_of_misses(
+    diff: np.ndarray, groups: Sequence[str], draws: int = PARITY_DRAWS, alpha: float = 0.05
+) -> dict[str, Any]:
+    """Which corpora fall below by more than one standard error, and which of them parity does not explain.
+
+    At parity each question's (recall, IoU) difference is as likely to point either way, so flipping its
+    sign (both metrics together, which keeps their correlation) draws from what two equal chunkers would
+    show. With two metrics per corpus, about one corpus in five falls below by more than one standard error
+    by chance, so a count over nine corpora means little alone: `p_at_least` is the share of draws with at
+    least as many such corpora. A corpus is `beyond_chance` when its own one-sided p (the lower of its two
+    metrics', doubled) survives Holm's correction over all corpora at `alpha`: one real shortfall among
+    many wins is found even when the count looks like parity's."""
+    diff = np.asarray(diff, dtype=np.float64)
+    labels = np.asarray(groups)
+    names = [c for c in dict.fromkeys(groups) if (labels == c).sum() > 1]
+    signs = np.random.default_rng(0).choice((-1.0, 1.0), size=(draws, len(diff)))
+    counts = np.zeros(draws, dtype=int)
+    below: list[str] = []
+    p_values: dict[str, float] = {}
+    for name in names:
+        rows = labels == name
+        n = int(rows.sum())
+        block = diff[rows]
+        if below_by_more_than_one_se(block):
+            below.append(name)
+        means = signs[:, rows] @ block / n  # (draws, 2)
+        squares = (block**2).sum(axis=0)  # a sign flip leaves each squared difference as it is
+        variance = np.maximum(squares - n * means**2, 0.0) / (n - 1)
+        counts += (means < -np.sqrt(variance / n)).any(axis=1)
+        observed = block.mean(axis=0)
+        one_sided = ((means <= observed - 1e-12).sum(axis=0) + 1) / (draws + 1)
+        p_values[name] = min(1.0, 2 * float(one_sided.min()))
+    beyond: list[str] = []
+    for rank, name in enumerate(sorted(p_values, key=lambda c: (p_values[c], c))):  # Holm, step down
+        if p_values[name] > alpha / (len(p_values) - rank):
+            break
+        beyond.append(name)
+    pooled = diff.mean(axis=0)
+    pooled_se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.zeros(2)
+    return {
+        "below": sorted(below),
+        "expected_at_parity": round(float(counts.mean()), 2),
+        "p_at_least": round(float((counts >= len(below)).mean()), 3),
+        "p": {name: round(p_values[name], 4) for name in sorted(below)},
+        "beyond_chance": sorted(beyond),
+        "alpha": alpha,
+        "draws": draws,
+        "pooled": {
+            "questions": len(diff),
+            "recall": round(float(pooled[0]), 4),
+            "recall_se": round(float(pooled_se[0]), 4),
+            "iou": round(float(pooled[1]), 4),
+            "iou_se": round(float(pooled_se[1]), 4),
+        },
+    }
 
 
 def _embedding_targets(

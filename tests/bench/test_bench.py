@@ -545,6 +545,8 @@ def test_verdicts_carry_margins_with_the_paired_standard_error() -> None:
 
     versus = _versus(result(ours), result(theirs), eval_set)
     assert versus["corpora"] == {"a": False, "b": True}
+    assert versus["chance"]["below"] == []  # a's -0.25 is one standard error, not more
+    assert versus["chance"]["pooled"]["questions"] == 8
     a = versus["margins"]["a"]
     assert a["recall"] == -0.25 and a["recall_se"] == 0.25  # one question of four lost: -1/4, s.e. 0.5/sqrt(4)
     assert a["iou"] == pytest.approx(0.05) and versus["margins"]["b"]["iou_se"] == 0.0
@@ -554,6 +556,39 @@ def test_verdicts_carry_margins_with_the_paired_standard_error() -> None:
     assert _verdict_line("x", {"corpora": {"b": True}, "met": True}) == "x: met"
     sizes = {"a": {"max_chunk_size": 150, "mean_tokens": 93.4, "target_tokens": 95.2}}
     assert _matched_sizes(sizes) == "Chroma sized to cluster's mean: a max 150: 93 tokens against 95"
+
+
+def test_chance_of_misses_tells_a_real_shortfall_from_parity() -> None:
+    """Nine corpora at parity still put one or two below by more than one standard error; a corpus far
+    below is named beyond chance, one just past one standard error is not."""
+    from streams.bench.cli import _chance_line
+    from streams.bench.quality import chance_of_misses
+
+    rng = np.random.default_rng(7)
+    names = [f"c{n}" for n in range(9)]
+    groups = [name for name in names for _ in range(80)]
+    parity = rng.normal(0.0, [0.3, 0.02], size=(len(groups), 2))
+    even = chance_of_misses(parity, groups)
+    assert 1.0 < even["expected_at_parity"] < 3.5  # two metrics: about one corpus in five by chance
+    assert even["beyond_chance"] == [] and even["p_at_least"] > 0.05
+    assert set(even["p"]) == set(even["below"])
+
+    shifted = parity.copy()
+    rows = np.array([g == "c4" for g in groups])
+    shifted[rows] -= [0.15, 0.0]  # recall 15 points below on one corpus: about 4.5 standard errors
+    se = parity[rows, 0].std(ddof=1) / np.sqrt(80)
+    shifted[np.array([g == "c7" for g in groups]), 0] -= (
+        1.4 * se + parity[np.array([g == "c7" for g in groups]), 0].mean()
+    )
+    real = chance_of_misses(shifted, groups)
+    assert "c4" in real["below"] and "c7" in real["below"]
+    assert real["beyond_chance"] == ["c4"]  # c7's 1.4 standard errors is what parity gives
+    assert real["p"]["c4"] < 0.001 < real["p"]["c7"]
+    assert real["pooled"]["questions"] == 720 and real["pooled"]["recall"] < even["pooled"]["recall"]
+    assert chance_of_misses(shifted, groups) == real  # a fixed seed: the report reads the same twice
+    line = _chance_line(real, 9)
+    assert line.startswith(f"below by more than one SE: {len(real['below'])} of 9 corpora (")
+    assert "beyond chance (Holm, 5%): c4;" in line and "over all 720 questions recall" in line
 
 
 @pytest.mark.bench
