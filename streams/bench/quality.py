@@ -728,7 +728,7 @@ def chance_of_misses(
         variance = np.maximum(squares - n * means**2, 0.0) / (n - 1)
         counts += (means < -np.sqrt(variance / n)).any(axis=1)
         observed = block.mean(axis=0)
-        one_sided = ((means <= observed + 1e-12).sum(axis=0) + 1) / (draws + 1)  # ties count against
+        one_sided = ((means <= observed + 1e-12).sum(axis=0) + 1) / (draws + 1)  # a tie counts as far below
         p_values[name] = min(1.0, 2 * float(one_sided.min()))
     beyond: list[str] = []
     for rank, name in enumerate(sorted(p_values, key=lambda c: (p_values[c], c))):  # Holm, step down
