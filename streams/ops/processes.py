@@ -4,6 +4,7 @@ loopback port with its own data directory, stopped by its PID: the part every se
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -21,8 +22,53 @@ class ServiceError(RuntimeError):
     pass
 
 
-def free_port() -> int:
+#: Linux's default ephemeral range, for a system that does not say its own.
+EPHEMERAL_DEFAULT = (32768, 60999)
+#: Ports free_port picks from when the ephemeral range leaves room below it.
+SERVICE_PORTS_FROM = 10000
+_handed_out: set[int] = set()
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the source ports of outgoing connections (and for `bind(0)`)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return EPHEMERAL_DEFAULT
+
+
+def _bindable(port: int) -> bool:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on, outside the kernel's ephemeral range.
+
+    A port from that range (what `bind(0)` gives) can also become the source port of an outgoing
+    connection: a client that keeps dialling a server still starting (a readiness probe, a producer's
+    bootstrap) is now and then given the very port it dials, connects to itself, and holds the port, so
+    the server then fails to bind it ("Address already in use"; seen with Kafka on 2026-11-27). A port
+    below the range is never handed out that way. Within one process a port is handed out once."""
+    low, high = ephemeral_range()
+    if low - SERVICE_PORTS_FROM >= 1000:
+        pool = range(SERVICE_PORTS_FROM, low)
+    elif 65535 - high >= 1000:
+        pool = range(high + 1, 65536)
+    else:
+        pool = range(0)
+    chooser = random.SystemRandom()
+    for _ in range(200 if pool else 0):
+        port = chooser.choice(pool)
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
+            return port
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:  # no room outside the range
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
