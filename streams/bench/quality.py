@@ -690,14 +690,6 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
 PARITY_DRAWS = 4000
 
 
-def below_by_more_than_one_se(diff: np.ndarray) -> bool:
-    """Is either metric's mean paired difference (rows: questions; columns: recall, IoU) below minus its
-    standard error: the per-corpus miss the retrieval targets name."""
-    mean = diff.mean(axis=0)
-    se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
-    return bool((mean < -se).any())
-
-
 def chance_of_misses(
     diff: np.ndarray, groups: Sequence[str], draws: int = PARITY_DRAWS, alpha: float = 0.05
 ) -> dict[str, Any]:
@@ -721,13 +713,13 @@ def chance_of_misses(
         rows = labels == name
         n = int(rows.sum())
         block = diff[rows]
-        if below_by_more_than_one_se(block):
+        observed = block.mean(axis=0)
+        if (observed < -block.std(axis=0, ddof=1) / np.sqrt(n)).any():  # the targets' per-corpus miss
             below.append(name)
         means = signs[:, rows] @ block / n  # (draws, 2)
         squares = (block**2).sum(axis=0)  # a sign flip leaves each squared difference as it is
         variance = np.maximum(squares - n * means**2, 0.0) / (n - 1)
         counts += (means < -np.sqrt(variance / n)).any(axis=1)
-        observed = block.mean(axis=0)
         one_sided = ((means <= observed + 1e-12).sum(axis=0) + 1) / (draws + 1)  # a tie counts as far below
         p_values[name] = min(1.0, 2 * float(one_sided.min()))
     beyond: list[str] = []
