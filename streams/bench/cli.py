@@ -240,39 +240,71 @@ def quality(
 @bench_app.command("gold")
 def gold(
     name: Annotated[str, typer.Argument(help="Corpus name: the file written is NAME.json.")],
-    source: Annotated[str, typer.Option("--source", help="The document, relative to the shared corpora folder.")],
     evidence: Annotated[
         Path, typer.Option("--evidence", help='JSON lines {"question": ..., "evidence": [verbatim text, ...]}.')
     ],
-    kind: Annotated[str, typer.Option("--kind", help="What kind of document it is, in a few words.")],
-    build: Annotated[str, typer.Option("--build", help="text (the file as text) or ingest (the PDF ingest path).")] = (
-        "text"
-    ),
+    source: Annotated[
+        str | None, typer.Option("--source", help="The document, relative to the shared corpora folder.")
+    ] = None,
+    kind: Annotated[str | None, typer.Option("--kind", help="What kind of document it is, in a few words.")] = None,
+    build: Annotated[
+        str | None, typer.Option("--build", help="text (the file as text; default) or ingest (the PDF ingest path).")
+    ] = None,
     held_out: Annotated[
-        bool, typer.Option("--held-out/--tuning", help="Keep it out of the tuning pool (--corpora gold).")
-    ] = True,
+        bool | None,
+        typer.Option("--held-out/--tuning", help="Keep it out of the tuning pool (--corpora gold); the default."),
+    ] = None,
     shared: Annotated[Path | None, typer.Option("--shared-corpora", help="Default ../shared/corpora.")] = None,
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Folder to write to (default streams/bench/gold).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file of that name.")] = False,
+    append: Annotated[
+        bool,
+        typer.Option(
+            "--append",
+            help="Add the questions to the existing NAME.json, whose questions, offsets, source and settings stay.",
+        ),
+    ] = False,
 ) -> None:
     """Write a gold-span corpus file from questions with verbatim evidence. The file holds offsets and
     hashes only; keep the evidence file outside the repository (it quotes the document)."""
     from streams.bench import BenchError
-    from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold
+    from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold, parse_gold
 
     folder = out_dir or Path(__file__).resolve().parent / "gold"
     target = folder / f"{name}.json"
-    if target.exists() and not force:
-        raise BenchError(f"{target} exists; --force replaces it")
+    if append:
+        if not target.exists():
+            raise BenchError(f"{target} does not exist; nothing to --append to")
+        base = parse_gold(name, json.loads(target.read_text(encoding="utf-8")))
+        given = {
+            "--source": (source, base.source),
+            "--kind": (kind, base.kind),
+            "--build": (build, base.build),
+            "--held-out/--tuning": (held_out, base.held_out),
+        }
+        clash = [
+            f"{flag} {new!r} (the file has {old!r})"
+            for flag, (new, old) in given.items()
+            if new is not None and new != old
+        ]
+        if clash:
+            raise BenchError(f"--append keeps the file's settings; drop {', '.join(clash)}")
+        source, kind, build, held_out = base.source, base.kind, base.build, base.held_out
+    elif target.exists() and not force:
+        raise BenchError(f"{target} exists; --force replaces it, --append adds to it")
+    elif source is None or kind is None:
+        raise BenchError("a new corpus needs --source and --kind")
+    build, held_out = build or "text", True if held_out is None else held_out
     try:
         rows = [json.loads(line) for line in evidence.read_text(encoding="utf-8").splitlines() if line.strip()]
         if not all(isinstance(row, dict) for row in rows):
             raise ValueError("every line must be one JSON object")
         stub = GoldCorpus(name, kind, source, build, "", 0, ())
         text, _ = build_document(stub, _quality_corpus(shared, SHARED_CORPORA))
-        corpus, problems = corpus_from_evidence(name, kind, source, build, text, rows, held_out)
+        kept = base.questions if append else ()
+        corpus, problems = corpus_from_evidence(name, kind, source, build, text, rows, held_out, kept)
     except (OSError, ValueError) as exc:  # GoldError and JSON errors are ValueErrors
         raise BenchError(f"{evidence}: {exc}") from exc
     if problems:

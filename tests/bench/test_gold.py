@@ -228,7 +228,7 @@ def test_gold_command_refuses_evidence_that_does_not_pin_one_place(tmp_path: Pat
     from streams.bench.gold import corpus_from_evidence
 
     _, problems = corpus_from_evidence("p", "k", "s", "text", PUMPS, rows)
-    assert any("q1: evidence found 42 times" in p for p in problems)
+    assert any(f"q1: evidence found {MIN_QUESTIONS + 2} times" in p for p in problems)
     assert any("q2: repeats 8 words of the document" in p for p in problems)
     assert any("q3: does not end with '?'" in p for p in problems)
     assert any("q4 [" in p and "inside a word" in p for p in problems)
@@ -240,3 +240,55 @@ def test_committed_files_are_what_the_gold_command_writes(name: str) -> None:
     """One layout for every corpus file, so a new corpus is reviewed as rows like the old ones."""
     written = (resources.files("streams.bench.gold") / f"{name}.json").read_text(encoding="utf-8")
     assert dump_gold(load_gold(name)) == written
+
+
+def test_gold_command_appends_questions_and_keeps_the_old_ones(tmp_path: Path) -> None:
+    """More questions for a corpus: the file's own questions, offsets and settings stay as they were, the new
+    rows follow them, and a question asked before or a setting that contradicts the file is refused."""
+    half = MIN_QUESTIONS // 2
+    first = [
+        {"question": f"What pressure did the pump at site {n} show?", "evidence": [f"pump P-{n:02d} at {10 + n} bar"]}
+        for n in range(MIN_QUESTIONS)
+    ]
+    more = [
+        {"question": f"On which day did site {n} log its pump?", "evidence": [f"bar on day {n + 3}."]}
+        for n in range(half)
+    ]
+    shared, evidence = _evidence_file(tmp_path, first)
+    assert _invoke(shared, evidence, tmp_path / "out", "--tuning").exit_code == 0
+    target = tmp_path / "out" / "pump_log.json"
+    before = parse_gold("pump_log", json.loads(target.read_text(encoding="utf-8")))
+    extra = tmp_path / "more.jsonl"
+    extra.write_text("\n".join(json.dumps(r) for r in [*more, first[3]]) + "\n", encoding="utf-8")
+    from typer.testing import CliRunner
+
+    from streams.bench.cli import bench_app
+
+    def append(*flags: str):
+        args = ["gold", "pump_log", "--evidence", str(extra), "--append", "--shared-corpora", str(shared)]
+        return CliRunner().invoke(bench_app, [*args, "--out", str(tmp_path / "out"), *flags])
+
+    refused = append()
+    assert refused.exit_code != 0 and "problem(s); nothing written" in str(refused.exception)
+    assert f"pump_log q{MIN_QUESTIONS + half + 1}: asked twice" in refused.output
+    assert target.read_text(encoding="utf-8") == dump_gold(before)
+    extra.write_text("\n".join(json.dumps(r) for r in more) + "\n", encoding="utf-8")
+    clash = append("--held-out")
+    assert clash.exit_code != 0 and "--append keeps the file's settings; drop --held-out/--tuning True" in str(
+        clash.exception
+    )
+    result = append("--build", "text")  # the file's own setting may be repeated
+    assert result.exit_code == 0, result.output
+    after = load_gold_file(target)
+    assert after.questions[:MIN_QUESTIONS] == before.questions
+    assert len(after.questions) == MIN_QUESTIONS + half and not after.held_out
+    last = f"bar on day {half + 2}."
+    assert after.questions[-1].spans == ((PUMPS.index(last), PUMPS.index(last) + len(last)),)
+    assert span_problems(after, PUMPS) == []
+    args = ["gold", "other", "--evidence", str(extra), "--append", "--out", str(tmp_path)]
+    missing = CliRunner().invoke(bench_app, args)
+    assert missing.exit_code != 0 and "nothing to --append to" in str(missing.exception)
+
+
+def load_gold_file(path: Path) -> GoldCorpus:
+    return parse_gold(path.stem, json.loads(path.read_text(encoding="utf-8")))

@@ -25,6 +25,8 @@ from typing import Any
 
 BUILDS = ("text", "ingest")
 SPAN_HASH_CHARS = 16
+#: Questions a corpus needs: with fewer, one standard error of a corpus's recall margin passes 4 points,
+#: and a per-corpus verdict at one standard error says little (52 questions gave ±6.1 on 2026-11-27).
 MIN_QUESTIONS = 40
 COPIED_RUN = 8  # words in a row shared with the document that make a question a copy, not a question
 
@@ -162,18 +164,26 @@ def copied_run(question: str, text: str) -> str | None:
 
 
 def corpus_from_evidence(
-    name: str, kind: str, source: str, build: str, text: str, rows: list[dict[str, Any]], held_out: bool = False
+    name: str,
+    kind: str,
+    source: str,
+    build: str,
+    text: str,
+    rows: list[dict[str, Any]],
+    held_out: bool = False,
+    kept: tuple[GoldQuestion, ...] = (),
 ) -> tuple[GoldCorpus, list[str]]:
-    """A gold corpus from questions with verbatim evidence (`{"question", "evidence": [str, ...]}`), and
-    every reason it is not fit to ship: evidence that is not in the text exactly once, a question that is
-    not a question or quotes the document, a repeated question, too few questions, and whatever
-    `span_problems` finds in the offsets. The evidence text itself never reaches the corpus file."""
+    """A gold corpus from questions with verbatim evidence (`{"question", "evidence": [str, ...]}`), after
+    the questions `kept` from an earlier file, and every reason it is not fit to ship: evidence that is not
+    in the text exactly once, a question that is not a question or quotes the document, a repeated question,
+    too few questions, and whatever `span_problems` finds in the offsets. Kept questions keep their offsets
+    as they are; rows are numbered after them. The evidence text itself never reaches the corpus file."""
     if build not in BUILDS:
         raise GoldError(f"build must be one of {BUILDS}, not {build!r}")
     problems: list[str] = []
-    questions: list[GoldQuestion] = []
-    seen: set[str] = set()
-    for number, row in enumerate(rows, start=1):
+    questions: list[GoldQuestion] = list(kept)
+    seen: set[str] = {q.question for q in kept}
+    for number, row in enumerate(rows, start=len(kept) + 1):
         question, evidence = str(row.get("question", "")).strip(), row.get("evidence") or []
         if isinstance(evidence, str):  # one piece given bare rather than as a list of one
             evidence = [evidence]
