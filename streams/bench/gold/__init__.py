@@ -27,7 +27,7 @@ BUILDS = ("text", "ingest")
 SPAN_HASH_CHARS = 16
 #: Questions a corpus needs: with fewer, one standard error of a corpus's recall margin passes 4 points,
 #: and a per-corpus verdict at one standard error says little (52 questions gave ±6.1 on 2026-11-27).
-MIN_QUESTIONS = 40
+MIN_QUESTIONS = 100
 COPIED_RUN = 8  # words in a row shared with the document that make a question a copy, not a question
 
 
