@@ -266,11 +266,20 @@ def gold(
             help="Add the questions to the existing NAME.json, whose questions, offsets, source and settings stay.",
         ),
     ] = False,
+    joins: Annotated[
+        str | None,
+        typer.Option(
+            "--joins",
+            help="One of Chroma's corpora (chunking_eval) the questions add to: --source defaults to its file, "
+            "its own questions count toward the minimum, and the file joins the tuning pool.",
+        ),
+    ] = None,
 ) -> None:
     """Write a gold-span corpus file from questions with verbatim evidence. The file holds offsets and
     hashes only; keep the evidence file outside the repository (it quotes the document)."""
     from streams.bench import BenchError
     from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold, parse_gold
+    from streams.bench.quality import chroma_questions
 
     folder = out_dir or Path(__file__).resolve().parent / "gold"
     target = folder / f"{name}.json"
@@ -283,6 +292,7 @@ def gold(
             "--kind": (kind, base.kind),
             "--build": (build, base.build),
             "--held-out/--tuning": (held_out, base.held_out),
+            "--joins": (joins, base.joins),
         }
         clash = [
             f"{flag} {new!r} (the file has {old!r})"
@@ -291,20 +301,26 @@ def gold(
         ]
         if clash:
             raise BenchError(f"--append keeps the file's settings; drop {', '.join(clash)}")
-        source, kind, build, held_out = base.source, base.kind, base.build, base.held_out
+        source, kind, build, held_out, joins = base.source, base.kind, base.build, base.held_out, base.joins
     elif target.exists() and not force:
         raise BenchError(f"{target} exists; --force replaces it, --append adds to it")
-    elif source is None or kind is None:
+    if joins and source is None:
+        source = f"{QUALITY_CORPUS.name}/{joins}.md"
+    if source is None or kind is None:
         raise BenchError("a new corpus needs --source and --kind")
-    build, held_out = build or "text", True if held_out is None else held_out
+    build, held_out = build or "text", (joins is None) if held_out is None else held_out
+    root = _quality_corpus(shared, SHARED_CORPORA)
     try:
         rows = [json.loads(line) for line in evidence.read_text(encoding="utf-8").splitlines() if line.strip()]
         if not all(isinstance(row, dict) for row in rows):
             raise ValueError("every line must be one JSON object")
         stub = GoldCorpus(name, kind, source, build, "", 0, ())
-        text, _ = build_document(stub, _quality_corpus(shared, SHARED_CORPORA))
+        text, _ = build_document(stub, root)
+        asked = chroma_questions(root / QUALITY_CORPUS.name, joins, text) if joins else 0
         kept = base.questions if append else ()
-        corpus, problems = corpus_from_evidence(name, kind, source, build, text, rows, held_out, kept)
+        corpus, problems = corpus_from_evidence(
+            name, kind, source, build, text, rows, held_out, kept, joins=joins, asked=asked
+        )
     except (OSError, ValueError) as exc:  # GoldError and JSON errors are ValueErrors
         raise BenchError(f"{evidence}: {exc}") from exc
     if problems:

@@ -171,6 +171,17 @@ def load_eval_set(directory: Path) -> EvalSet:
     return EvalSet(corpora, paths, questions, mismatches, sources=dict.fromkeys(used, CHROMA))
 
 
+def chroma_questions(directory: Path, corpus_id: str, text: str) -> int:
+    """How many questions Chroma's set asks of `corpus_id`, whose text must be `text` exactly: questions
+    that join a corpus are scored on its text, so a file whose text differs would score the wrong spans."""
+    chroma = load_eval_set(directory)
+    if corpus_id not in chroma.corpora:
+        raise BenchError(f"{directory}: Chroma has no corpus {corpus_id!r}; it has {', '.join(chroma.corpora)}")
+    if chroma.corpora[corpus_id] != text:
+        raise BenchError(f"{corpus_id}: the source's text is not Chroma's text of that corpus")
+    return sum(q.corpus_id == corpus_id for q in chroma.questions)
+
+
 def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
     """The project's gold corpora, each rebuilt from ../shared/corpora as its file says; a text whose
     hash moved is an error (its offsets would score the wrong characters), not a warning."""
@@ -192,27 +203,31 @@ def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
         problems = span_problems(gold, text)
         if problems:
             raise BenchError(f"{problems[0]} ({len(problems)} problem(s); pytest tests/bench/test_gold.py)")
-        corpora[name], paths[name] = text, shared / gold.source
+        cid = gold.corpus_id
+        corpora[cid], paths[cid] = text, shared / gold.source
         if document is not None:
-            documents[name] = document
-        questions.extend(Question(q.question, name, q.spans) for q in gold.questions)
-        sources[name] = HOLDOUT if gold.held_out else GOLD
+            documents[cid] = document
+        questions.extend(Question(q.question, cid, q.spans) for q in gold.questions)
+        sources[cid] = HOLDOUT if gold.held_out else GOLD
     return EvalSet(corpora, paths, questions, 0, documents, sources)
 
 
 def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
-    """One pool: corpora side by side, questions in order (Chroma's first, so its rows lead)."""
+    """One pool: corpora side by side, questions in order (Chroma's first, so its rows lead). A corpus in
+    two sets with the same text is one corpus asked both sets' questions (gold questions that join one of
+    Chroma's); with another text it is an error, as two documents cannot share an id."""
     merged = EvalSet({}, {}, [])
     for part in sets:
-        clash = set(merged.corpora) & set(part.corpora)
+        clash = [cid for cid in part.corpora if cid in merged.corpora and merged.corpora[cid] != part.corpora[cid]]
         if clash:
-            raise BenchError(f"corpus {sorted(clash)[0]!r} selected twice")
-        merged.corpora.update(part.corpora)
-        merged.paths.update(part.paths)
+            raise BenchError(f"corpus {clash[0]!r} selected twice, with different texts")
+        for cid in part.corpora:
+            merged.corpora.setdefault(cid, part.corpora[cid])
+            merged.paths.setdefault(cid, part.paths[cid])
+            merged.sources.setdefault(cid, part.sources.get(cid, ""))
         merged.questions.extend(part.questions)
         merged.reference_mismatches += part.reference_mismatches
-        merged.documents.update(part.documents)
-        merged.sources.update(part.sources)
+        merged.documents.update({cid: d for cid, d in part.documents.items() if cid not in merged.documents})
     return merged
 
 
@@ -1027,6 +1042,7 @@ __all__ = [
     "Chunk",
     "EvalSet",
     "Question",
+    "chroma_questions",
     "load_eval_set",
     "load_gold_eval_set",
     "merge_eval_sets",

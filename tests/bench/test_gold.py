@@ -27,7 +27,8 @@ from streams.bench.gold import (
 NAMES = gold_names()
 TUNING, HELD_OUT = gold_names(held_out=False), gold_names(held_out=True)
 FILE_KEYS = {"name", "kind", "source", "build", "text_sha256", "text_chars", "questions"}
-OPTIONAL_KEYS = {"held_out"}
+OPTIONAL_KEYS = {"held_out", "joins"}
+JOINING = [n for n in NAMES if load_gold(n).joins]
 QUESTION_KEYS = {"question", "spans", "span_sha256"}
 
 
@@ -46,7 +47,10 @@ def test_file_holds_offsets_and_hashes_only(name: str) -> None:
     assert FILE_KEYS <= set(data) <= FILE_KEYS | OPTIONAL_KEYS and data["name"] == name
     assert isinstance(data.get("held_out", False), bool)
     assert re.fullmatch(r"[0-9a-f]{64}", data["text_sha256"])
-    assert len(data["questions"]) >= MIN_QUESTIONS
+    if "joins" in data:  # its questions add to a Chroma corpus's: test_joined_corpora_reach_the_minimum
+        assert data["build"] == "text" and not data.get("held_out") and data["source"].startswith("chunking_eval/")
+    else:
+        assert len(data["questions"]) >= MIN_QUESTIONS
     for q in data["questions"]:
         assert set(q) == QUESTION_KEYS
         assert q["question"].strip().endswith("?")
@@ -119,9 +123,10 @@ def test_gold_eval_set_pools_with_chroma(shared_corpora: Path) -> None:
     from streams.bench.quality import _document, load_eval_set, load_gold_eval_set, merge_eval_sets
 
     gold = load_gold_eval_set(shared_corpora, NAMES)
-    assert list(gold.corpora) == NAMES
+    ids = [load_gold(n).corpus_id for n in NAMES]
+    assert list(gold.corpora) == ids
     assert len(gold.questions) == sum(len(load_gold(n).questions) for n in NAMES)
-    assert all(gold.sources[n] == ("holdout" if load_gold(n).held_out else "gold") for n in NAMES)
+    assert all(gold.sources[load_gold(n).corpus_id] == ("holdout" if load_gold(n).held_out else "gold") for n in NAMES)
     release = next(n for n in TUNING if load_gold(n).build == "ingest")
     # the ingested corpus is chunked as the document a worker receives: its pages, not one page
     document = _document(gold, release)
@@ -131,9 +136,26 @@ def test_gold_eval_set_pools_with_chroma(shared_corpora: Path) -> None:
     assert str(_document(gold, transcript).doc_type) == "transcript"
     chroma = load_eval_set(shared_corpora / "chunking_eval")
     pool = merge_eval_sets([chroma, gold])
-    assert list(pool.corpora) == [*chroma.corpora, *NAMES]
+    assert list(pool.corpora) == [*chroma.corpora, *(i for i in ids if i not in chroma.corpora)]
     assert pool.questions[: len(chroma.questions)] == chroma.questions
+    assert pool.questions[len(chroma.questions) :] == gold.questions
     assert pool.reference_mismatches == chroma.reference_mismatches
+    for name in JOINING:  # one corpus, Chroma's text, asked both sets of questions
+        cid = load_gold(name).corpus_id
+        assert pool.corpora[cid] == chroma.corpora[cid] and pool.sources[cid] == "chroma"
+        asked = [q for q in pool.questions if q.corpus_id == cid]
+        assert len(asked) == sum(q.corpus_id == cid for q in chroma.questions) + len(load_gold(name).questions)
+
+
+@pytest.mark.parametrize("name", JOINING)
+def test_joined_corpora_reach_the_minimum(name: str, shared_corpora: Path) -> None:
+    """A Chroma corpus with too few questions for a verdict of its own gets the project's questions too."""
+    from streams.bench.quality import chroma_questions
+
+    gold = load_gold(name)
+    text, _ = build_document(gold, shared_corpora)
+    asked = chroma_questions(shared_corpora / "chunking_eval", gold.corpus_id, text)
+    assert asked < MIN_QUESTIONS <= asked + len(gold.questions)
 
 
 def test_gold_eval_set_refuses_a_moved_text(shared_corpora: Path, tmp_path: Path) -> None:
@@ -292,3 +314,71 @@ def test_gold_command_appends_questions_and_keeps_the_old_ones(tmp_path: Path) -
 
 def load_gold_file(path: Path) -> GoldCorpus:
     return parse_gold(path.stem, json.loads(path.read_text(encoding="utf-8")))
+
+
+def test_gold_command_joins_a_chroma_corpus_and_the_pool_asks_both(tmp_path: Path) -> None:
+    """Questions added to one of Chroma's corpora: the file names the corpus, Chroma's own questions count
+    toward the minimum, a source whose text is not Chroma's is refused, and the pool holds the corpus once."""
+    from streams.bench.quality import load_eval_set, load_gold_eval_set, merge_eval_sets
+
+    shared, _ = _evidence_file(tmp_path, [])
+    chroma_dir = shared / "chunking_eval"
+    chroma_dir.mkdir()
+    (chroma_dir / "pumps.md").write_text(PUMPS, encoding="utf-8")
+    theirs = MIN_QUESTIONS // 2 + 1
+    with (chroma_dir / "questions_df.csv").open("w", encoding="utf-8", newline="") as handle:
+        import csv
+
+        writer = csv.writer(handle)
+        writer.writerow(["question", "references", "corpus_id"])
+        for n in range(theirs):
+            piece = f"pump P-{n:02d}"
+            start = PUMPS.index(piece)
+            refs = [{"content": piece, "start_index": start, "end_index": start + len(piece)}]
+            writer.writerow([f"Which pump did station {n} log?", json.dumps(refs), "pumps"])
+    rows = [
+        {"question": f"On which day did site {n} log its pump?", "evidence": [f"bar on day {n + 3}."]}
+        for n in range(MIN_QUESTIONS - theirs)
+    ]
+    evidence = tmp_path / "more.jsonl"
+    evidence.write_text("\n".join(json.dumps(r) for r in rows[:-1]) + "\n", encoding="utf-8")
+    from typer.testing import CliRunner
+
+    from streams.bench.cli import bench_app
+
+    def write(*flags: str, joins: str = "pumps"):
+        args = ["gold", "pumps_more", "--evidence", str(evidence), "--kind", "pump log", "--joins", joins]
+        return CliRunner().invoke(bench_app, [*args, "--shared-corpora", str(shared), "--out", str(tmp_path), *flags])
+
+    short = write()
+    assert short.exit_code != 0
+    assert f"{MIN_QUESTIONS - theirs - 1} questions and {theirs} of pumps's, at least {MIN_QUESTIONS}" in short.output
+    evidence.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    result = write()
+    assert result.exit_code == 0, result.output
+    corpus = load_gold_file(tmp_path / "pumps_more.json")
+    assert corpus.joins == corpus.corpus_id == "pumps" and corpus.source == "chunking_eval/pumps.md"
+    assert not corpus.held_out and len(corpus.questions) == MIN_QUESTIONS - theirs
+    assert dump_gold(corpus) == (tmp_path / "pumps_more.json").read_text(encoding="utf-8")
+    unknown = write("--force", "--source", "chunking_eval/pumps.md", joins="valves")
+    assert unknown.exit_code != 0 and "Chroma has no corpus 'valves'" in str(unknown.exception)
+    (chroma_dir / "pumps.md").write_text(PUMPS + "\n", encoding="utf-8")
+    moved = write("--force", "--source", "logs/pumps.txt")
+    assert moved.exit_code != 0 and "not Chroma's text" in str(moved.exception)
+    (chroma_dir / "pumps.md").write_text(PUMPS, encoding="utf-8")
+
+    import streams.bench.gold as gold_module
+
+    real = gold_module.load_gold
+    gold_module.load_gold = lambda name: corpus if name == "pumps_more" else real(name)
+    try:
+        gold = load_gold_eval_set(shared, ["pumps_more"])
+    finally:
+        gold_module.load_gold = real
+    pool = merge_eval_sets([load_eval_set(chroma_dir), gold])
+    assert list(pool.corpora) == ["pumps"] and pool.sources == {"pumps": "chroma"}
+    assert len(pool.questions) == MIN_QUESTIONS and {q.corpus_id for q in pool.questions} == {"pumps"}
+    other = load_eval_set(chroma_dir)
+    other.corpora["pumps"] = PUMPS.upper()
+    with pytest.raises(Exception, match="selected twice, with different texts"):
+        merge_eval_sets([other, gold])

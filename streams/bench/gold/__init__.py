@@ -12,6 +12,10 @@ misplaced spans.
 A corpus marked `"held_out": true` was added after the strategies' defaults were settled and is
 kept out of the tuning pool (`--corpora gold`): it is scored only as `--corpora holdout`, so its
 figures stay a test of documents the defaults were never fitted to.
+
+A corpus with `"joins": "<id>"` adds questions to one of Chroma's corpora (its source is that corpus's
+file in chunking_eval): in a pool with Chroma's corpora its questions join that corpus, which is then
+scored on both sets, so a corpus with few questions of Chroma's gets enough for a verdict of its own.
 """
 
 from __future__ import annotations
@@ -54,6 +58,12 @@ class GoldCorpus:
     text_chars: int
     questions: tuple[GoldQuestion, ...]
     held_out: bool = False
+    joins: str | None = None  # the Chroma corpus id these questions are asked of, when they add to one
+
+    @property
+    def corpus_id(self) -> str:
+        """The corpus these questions score in a pool: the Chroma corpus it joins, else its own name."""
+        return self.joins or self.name
 
 
 def text_hash(text: str) -> str:
@@ -86,6 +96,9 @@ def parse_gold(name: str, data: dict[str, Any]) -> GoldCorpus:
         raise GoldError(f"{name}: build must be one of {BUILDS}, not {data.get('build')!r}")
     if not isinstance(data.get("held_out", False), bool):
         raise GoldError(f"{name}: held_out must be true or false, not {data['held_out']!r}")
+    joins = data.get("joins")
+    if joins is not None and (not isinstance(joins, str) or not joins or data["build"] != "text"):
+        raise GoldError(f"{name}: joins must name a Chroma corpus, and the file be built as text, not {joins!r}")
     questions = tuple(
         GoldQuestion(
             q["question"],
@@ -103,6 +116,7 @@ def parse_gold(name: str, data: dict[str, Any]) -> GoldCorpus:
         text_chars=int(data["text_chars"]),
         questions=questions,
         held_out=data.get("held_out", False),
+        joins=joins,
     )
 
 
@@ -172,12 +186,15 @@ def corpus_from_evidence(
     rows: list[dict[str, Any]],
     held_out: bool = False,
     kept: tuple[GoldQuestion, ...] = (),
+    joins: str | None = None,
+    asked: int = 0,
 ) -> tuple[GoldCorpus, list[str]]:
     """A gold corpus from questions with verbatim evidence (`{"question", "evidence": [str, ...]}`), after
     the questions `kept` from an earlier file, and every reason it is not fit to ship: evidence that is not
     in the text exactly once, a question that is not a question or quotes the document, a repeated question,
     too few questions, and whatever `span_problems` finds in the offsets. Kept questions keep their offsets
-    as they are; rows are numbered after them. The evidence text itself never reaches the corpus file."""
+    as they are; rows are numbered after them. `asked` counts the questions the Chroma corpus it `joins`
+    has already, toward the minimum. The evidence text itself never reaches the corpus file."""
     if build not in BUILDS:
         raise GoldError(f"build must be one of {BUILDS}, not {build!r}")
     problems: list[str] = []
@@ -208,9 +225,10 @@ def corpus_from_evidence(
             problems.append(f"{where}: no evidence")
         spans.sort()
         questions.append(GoldQuestion(question, tuple(spans), tuple(span_hash(text[s:e]) for s, e in spans)))
-    if len(questions) < MIN_QUESTIONS:
-        problems.append(f"{name}: {len(questions)} questions, at least {MIN_QUESTIONS} needed")
-    corpus = GoldCorpus(name, kind, source, build, text_hash(text), len(text), tuple(questions), held_out)
+    if len(questions) + asked < MIN_QUESTIONS:
+        have = f"{len(questions)} questions" + (f" and {asked} of {joins}'s" if joins else "")
+        problems.append(f"{name}: {have}, at least {MIN_QUESTIONS} needed")
+    corpus = GoldCorpus(name, kind, source, build, text_hash(text), len(text), tuple(questions), held_out, joins)
     problems.extend(p for p in span_problems(corpus, text) if "do not pair up" not in p)
     return corpus, problems
 
@@ -220,6 +238,8 @@ def dump_gold(corpus: GoldCorpus) -> str:
     head: dict[str, Any] = {"name": corpus.name, "kind": corpus.kind, "source": corpus.source, "build": corpus.build}
     if corpus.held_out:
         head["held_out"] = True
+    if corpus.joins:
+        head["joins"] = corpus.joins
     head |= {"text_sha256": corpus.text_sha256, "text_chars": corpus.text_chars}
     lines = ["{", *(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}," for k, v in head.items())]
     rows = [
