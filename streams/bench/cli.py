@@ -278,7 +278,7 @@ def gold(
     """Write a gold-span corpus file from questions with verbatim evidence. The file holds offsets and
     hashes only; keep the evidence file outside the repository (it quotes the document)."""
     from streams.bench import BenchError
-    from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold, parse_gold
+    from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold, read_gold
     from streams.bench.quality import chroma_questions
 
     folder = out_dir or Path(__file__).resolve().parent / "gold"
@@ -286,7 +286,7 @@ def gold(
     if append:
         if not target.exists():
             raise BenchError(f"{target} does not exist; nothing to --append to")
-        base = parse_gold(name, json.loads(target.read_text(encoding="utf-8")))
+        base = read_gold(target)
         given = {
             "--source": (source, base.source),
             "--kind": (kind, base.kind),

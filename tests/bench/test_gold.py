@@ -20,6 +20,7 @@ from streams.bench.gold import (
     gold_names,
     load_gold,
     parse_gold,
+    read_gold,
     span_problems,
     text_hash,
 )
@@ -279,7 +280,7 @@ def test_gold_command_appends_questions_and_keeps_the_old_ones(tmp_path: Path) -
     shared, evidence = _evidence_file(tmp_path, first)
     assert _invoke(shared, evidence, tmp_path / "out", "--tuning").exit_code == 0
     target = tmp_path / "out" / "pump_log.json"
-    before = parse_gold("pump_log", json.loads(target.read_text(encoding="utf-8")))
+    before = read_gold(target)
     extra = tmp_path / "more.jsonl"
     extra.write_text("\n".join(json.dumps(r) for r in [*more, first[3]]) + "\n", encoding="utf-8")
     from typer.testing import CliRunner
@@ -301,7 +302,7 @@ def test_gold_command_appends_questions_and_keeps_the_old_ones(tmp_path: Path) -
     )
     result = append("--build", "text")  # the file's own setting may be repeated
     assert result.exit_code == 0, result.output
-    after = load_gold_file(target)
+    after = read_gold(target)
     assert after.questions[:MIN_QUESTIONS] == before.questions
     assert len(after.questions) == MIN_QUESTIONS + half and not after.held_out
     last = f"bar on day {half + 2}."
@@ -310,10 +311,6 @@ def test_gold_command_appends_questions_and_keeps_the_old_ones(tmp_path: Path) -
     args = ["gold", "other", "--evidence", str(extra), "--append", "--out", str(tmp_path)]
     missing = CliRunner().invoke(bench_app, args)
     assert missing.exit_code != 0 and "nothing to --append to" in str(missing.exception)
-
-
-def load_gold_file(path: Path) -> GoldCorpus:
-    return parse_gold(path.stem, json.loads(path.read_text(encoding="utf-8")))
 
 
 def test_gold_command_joins_a_chroma_corpus_and_the_pool_asks_both(tmp_path: Path) -> None:
@@ -356,7 +353,7 @@ def test_gold_command_joins_a_chroma_corpus_and_the_pool_asks_both(tmp_path: Pat
     evidence.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     result = write()
     assert result.exit_code == 0, result.output
-    corpus = load_gold_file(tmp_path / "pumps_more.json")
+    corpus = read_gold(tmp_path / "pumps_more.json")
     assert corpus.joins == corpus.corpus_id == "pumps" and corpus.source == "chunking_eval/pumps.md"
     assert not corpus.held_out and len(corpus.questions) == MIN_QUESTIONS - theirs
     assert dump_gold(corpus) == (tmp_path / "pumps_more.json").read_text(encoding="utf-8")

@@ -91,6 +91,11 @@ def load_gold(name: str) -> GoldCorpus:
     return parse_gold(name, json.loads(resource.read_text(encoding="utf-8")))
 
 
+def read_gold(path: Path) -> GoldCorpus:
+    """A corpus file anywhere (`bench gold --out`), named by its file name as the shipped ones are."""
+    return parse_gold(path.stem, json.loads(path.read_text(encoding="utf-8")))
+
+
 def parse_gold(name: str, data: dict[str, Any]) -> GoldCorpus:
     if data.get("build") not in BUILDS:
         raise GoldError(f"{name}: build must be one of {BUILDS}, not {data.get('build')!r}")
@@ -275,6 +280,7 @@ __all__ = [
     "gold_names",
     "load_gold",
     "parse_gold",
+    "read_gold",
     "span_hash",
     "span_problems",
     "text_hash",
