@@ -225,9 +225,10 @@ def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
             merged.corpora.setdefault(cid, part.corpora[cid])
             merged.paths.setdefault(cid, part.paths[cid])
             merged.sources.setdefault(cid, part.sources.get(cid, ""))
+            if cid in part.documents:
+                merged.documents.setdefault(cid, part.documents[cid])
         merged.questions.extend(part.questions)
         merged.reference_mismatches += part.reference_mismatches
-        merged.documents.update({cid: d for cid, d in part.documents.items() if cid not in merged.documents})
     return merged
 
 
