@@ -348,6 +348,7 @@ def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
         "cluster_vs_chroma_cluster",
         "cluster_vs_chroma_cluster_matched_size",
         "semantic_vs_recursive_same_size",
+        "semantic_vs_recursive_one_size",
         "semantic_vs_recursive_pool_size",
     )
     for key in keys:
@@ -392,7 +393,7 @@ def _verdict_line(key: str, verdict: dict[str, Any]) -> str:
     standard error), so a miss by a fraction of one question reads differently from a real one."""
     label = key.replace("_", " ")
     if verdict.get("target") is False:
-        label += " (for reference: one size for the pool is not matched size on each corpus)"
+        label += f" (for reference: {verdict.get('reference') or 'not a target'})"
     below = []
     for cid, ok in verdict["corpora"].items():
         if ok:

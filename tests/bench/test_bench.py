@@ -18,14 +18,19 @@ from streams.bench.chunk import run_chunk_bench
 from streams.bench.cli import bench_app
 from streams.bench.quality import (
     CHROMA_MATCH_SIZES,
+    PER_QUESTION,
+    RECURSIVE_FAMILY,
     Chunk,
     EvalSet,
     Question,
     difference,
+    evaluate,
     load_eval_set,
     locate,
+    mean_result,
     mean_tokens,
     recursive_at_corpus_means,
+    recursive_family_member,
     run_quality,
     score_question,
     union_ranges,
@@ -593,6 +598,55 @@ def test_chance_of_misses_tells_a_real_shortfall_from_parity() -> None:
     assert "beyond chance (Holm, 5%): c4;" in line and "over all 720 questions recall" in line
 
 
+def test_mean_result_averages_each_question_and_each_corpus() -> None:
+    """The family baseline is the mean of its members question by question, so a paired comparison
+    against it is a comparison with the family's expected score, not with one size's."""
+
+    def scored(recall: list[float], iou: list[float], tokens: float, most: int) -> dict:
+        per = np.array([recall, iou]).T
+        return {
+            "recall": per[:, 0].mean(),
+            "precision": 0.1,
+            "iou": per[:, 1].mean(),
+            "mean_tokens": tokens,
+            "max_tokens": most,
+            "chunks": 10,
+            "long_chunks": 0,
+            "long_chunks_mode": "mean",
+            "per_corpus": {
+                "a": {
+                    "recall": per[:2, 0].mean(),
+                    "precision": 0.1,
+                    "iou": per[:2, 1].mean(),
+                    "questions": 2,
+                    "chunks": 6,
+                    "mean_tokens": tokens,
+                    "max_tokens": most,
+                },
+            },
+            PER_QUESTION: per,
+        }
+
+    family = mean_result([scored([1, 0, 1], [0.2, 0, 0.1], 90, 120), scored([0, 0, 1], [0, 0, 0.3], 110, 150)])
+    assert family[PER_QUESTION].tolist() == [[0.5, 0.1], [0.0, 0.0], [1.0, 0.2]]
+    assert family["per_corpus"]["a"]["recall"] == 0.25 and family["per_corpus"]["a"]["iou"] == 0.05
+    assert (
+        family["mean_tokens"] == 100 and family["max_tokens"] == 150 and family["per_corpus"]["a"]["max_tokens"] == 150
+    )
+    assert family["recall"] == round((2 / 3 + 1 / 3) / 2, 4)
+
+
+@needs_baselines
+def test_family_members_split_each_corpus_at_its_own_size_times_the_factor() -> None:
+    text = " ".join((BAKERY + VOLCANO).split()) * 4  # one paragraph: the size, not the breaks, sets the cuts
+    eval_set = EvalSet(corpora={"a": text, "b": CORPUS_TEXT}, paths={}, questions=[])
+    sizes = {"a": 60, "b": 40}
+    small, large = (recursive_family_member(eval_set, sizes, f) for f in (0.9, 1.1))
+    assert {c.corpus_id for c in small} == {"a", "b"}
+    assert all(text[c.start : c.end] == c.text for c in small if c.corpus_id == "a")
+    assert mean_tokens([c for c in small if c.corpus_id == "a"]) < mean_tokens([c for c in large if c.corpus_id == "a"])
+
+
 @pytest.mark.bench
 @needs_baselines
 @needs_model
@@ -603,5 +657,24 @@ def test_quality_semantic_target_is_at_each_corpus_own_size(eval_dir: Path) -> N
     assert set(target["margins"]["topics"]) == {"recall", "recall_se", "iou", "iou_se"}
     assert target["chance"]["pooled"]["questions"] == report["questions"]
     assert "semantic_vs_recursive_pool_size" not in report["targets"]  # one corpus: the same match
+    # The target's baseline is the family of sizes about the matched one, scored again here member by member.
+    by_name = {r["name"]: r for r in report["results"]}
+    family, single = (
+        by_name["langchain_recursive_semantic_size_family"],
+        by_name["langchain_recursive_semantic_size_per_corpus"],
+    )
+    assert family["params"] == {"chunk_size": single["params"]["chunk_size"], "factors": list(RECURSIVE_FAMILY)}
+    eval_set = load_eval_set(eval_dir)
+    from streams.bench import bench_embedder
+
+    vectors = bench_embedder().encode([q.text for q in eval_set.questions])
+    sizes = family["params"]["chunk_size"]
+    members = [evaluate(recursive_family_member(eval_set, sizes, f), eval_set, vectors, 1) for f in RECURSIVE_FAMILY]
+    assert len({max(16, round(sizes["topics"] * f)) for f in RECURSIVE_FAMILY}) == len(RECURSIVE_FAMILY)
+    expected = np.mean([m["per_corpus"]["topics"]["iou"] for m in members])
+    assert family["per_corpus"]["topics"]["iou"] == pytest.approx(expected, abs=1e-4)
+    assert members[RECURSIVE_FAMILY.index(1.0)]["per_corpus"]["topics"] == single["per_corpus"]["topics"]
+    one_size = report["targets"]["semantic_vs_recursive_one_size"]
+    assert one_size["target"] is False and one_size["reference"]
     json.dumps(report)  # per-question arrays stay out of the report
     assert all(not key.startswith("_") for r in report["results"] for key in r)
