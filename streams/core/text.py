@@ -244,18 +244,26 @@ def collapse_whitespace(text: str) -> str:
 
 # A line opens a block: list item, Markdown heading (#), wikitext/AsciiDoc heading (= Title =), table row.
 _BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|={1,6}\s|\|))")
+#: A line at least this long was never wrapped at a column (hard-wrapped text and PDF lines stay well under it),
+#: so its line break ends a paragraph even without a blank line or a stop: a record, a chat turn, a paragraph
+#: of text whose blank lines were stripped.
+UNWRAPPED_LINE = 300
+_UNWRAPPED_END = re.compile(rf"(?<=[^\n]{{{UNWRAPPED_LINE}}})\n")
 
 
 def block_sentence_spans(text: str, start: int = 0, end: int | None = None, *, uncased: bool = False) -> list[Span]:
     """Sentences that never cross a paragraph, a list item, a heading or a table row.
 
     Paragraphs first (blank lines, so also page breaks of the document stream), then lines that
-    open a new block, then `sentence_spans` inside each block (`uncased` as there).
+    open a new block or close an unwrapped line (UNWRAPPED_LINE), then `sentence_spans` inside each
+    block (`uncased` as there).
     """
     spans: list[Span] = []
     for p_start, p_end in paragraph_spans(text, start, end):
         cursor = p_start
-        for cut in [m.start() for m in _BLOCK_LINE.finditer(text, p_start, p_end)] + [p_end]:
+        opens = {m.start() for m in _BLOCK_LINE.finditer(text, p_start, p_end)}
+        closes = {m.start() for m in _UNWRAPPED_END.finditer(text, p_start, p_end)}
+        for cut in [*sorted(opens | closes), p_end]:
             spans.extend(sentence_spans(text, cursor, cut, uncased=uncased))
             cursor = cut
     return spans

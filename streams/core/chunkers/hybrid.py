@@ -225,7 +225,7 @@ class HybridChunker(Chunker):
     """Docling HybridChunker (tiktoken, merge_peers) with ChunkContext and exact stream ranges."""
 
     name = "hybrid"
-    version = "1.1.3"
+    version = "1.1.4"
     metadata_record = "streams.meta.HybridMetadata"
     options: HybridOptions
 

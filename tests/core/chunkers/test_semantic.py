@@ -29,7 +29,14 @@ from streams.core.document import assemble
 from streams.core.embedding import Embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
 from streams.core.records import build_records, embedding_text
-from streams.core.text import block_sentence_spans, heading_paths, path_at, sentence_spans, split_span_by_tokens
+from streams.core.text import (
+    UNWRAPPED_LINE,
+    block_sentence_spans,
+    heading_paths,
+    path_at,
+    sentence_spans,
+    split_span_by_tokens,
+)
 from streams.core.tokenizers import get_tokenizer
 from streams.embedstore import get_embedder
 from streams.settings import Settings
@@ -119,6 +126,20 @@ def test_wikitext_and_asciidoc_heading_lines_open_a_block() -> None:
     text = "The pier was finished in 1910\n= = Construction = =\nWork began in spring"
     pieces = [text[s:e] for s, e in block_sentence_spans(text)]
     assert pieces == ["The pier was finished in 1910", "= = Construction = =\nWork began in spring"]
+
+
+def test_an_unwrapped_line_ends_its_unit_and_a_wrapped_one_does_not() -> None:
+    """Without blank lines, a record or chat turn that ends without a stop must not run into the next one;
+    a hard-wrapped paragraph's lines (short, however many) stay one sentence."""
+    record = "{'role': 'user', 'content': '" + "ask about the oven timer and the proofing basket " * 6 + "'}"
+    nxt = "{'role': 'assistant', 'content': 'Set it to forty minutes'}"
+    assert len(record) >= UNWRAPPED_LINE > len(nxt)
+    text = f"{record}\n{nxt}"
+    assert [text[s:e] for s, e in block_sentence_spans(text)] == [record, nxt]
+    wrapped = "The starter is fed every morning with equal weights of flour and water, then left\nto rise"
+    assert [wrapped[s:e] for s, e in block_sentence_spans(wrapped)] == [wrapped]
+    short = record[: UNWRAPPED_LINE - 1]  # one character under the limit: a wrap column could explain it
+    assert len(block_sentence_spans(f"{short}\n{nxt}")) == 1
 
 
 def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
