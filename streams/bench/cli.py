@@ -279,7 +279,7 @@ def gold(
     hashes only; keep the evidence file outside the repository (it quotes the document)."""
     from streams.bench import BenchError
     from streams.bench.gold import GoldCorpus, build_document, corpus_from_evidence, dump_gold, read_gold
-    from streams.bench.quality import chroma_questions
+    from streams.bench.quality import chroma_questions, chroma_source
 
     folder = out_dir or Path(__file__).resolve().parent / "gold"
     target = folder / f"{name}.json"
@@ -304,12 +304,12 @@ def gold(
         source, kind, build, held_out, joins = base.source, base.kind, base.build, base.held_out, base.joins
     elif target.exists() and not force:
         raise BenchError(f"{target} exists; --force replaces it, --append adds to it")
-    if joins and source is None:
-        source = f"{QUALITY_CORPUS.name}/{joins}.md"
+    root = _quality_corpus(shared, SHARED_CORPORA)
+    if joins and source is None:  # Chroma's own file of that corpus, whatever its suffix
+        source = chroma_source(root / QUALITY_CORPUS.name, joins).relative_to(root).as_posix()
     if source is None or kind is None:
         raise BenchError("a new corpus needs --source and --kind")
     build, held_out = build or "text", (joins is None) if held_out is None else held_out
-    root = _quality_corpus(shared, SHARED_CORPORA)
     try:
         rows = [json.loads(line) for line in evidence.read_text(encoding="utf-8").splitlines() if line.strip()]
         if not all(isinstance(row, dict) for row in rows):

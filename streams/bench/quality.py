@@ -171,12 +171,23 @@ def load_eval_set(directory: Path) -> EvalSet:
     return EvalSet(corpora, paths, questions, mismatches, sources=dict.fromkeys(used, CHROMA))
 
 
-def chroma_questions(directory: Path, corpus_id: str, text: str) -> int:
-    """How many questions Chroma's set asks of `corpus_id`, whose text must be `text` exactly: questions
-    that join a corpus are scored on its text, so a file whose text differs would score the wrong spans."""
+def _chroma_set_with(directory: Path, corpus_id: str) -> EvalSet:
+    """Chroma's set, refused with one line when it has no corpus `corpus_id`."""
     chroma = load_eval_set(directory)
     if corpus_id not in chroma.corpora:
         raise BenchError(f"{directory}: Chroma has no corpus {corpus_id!r}; it has {', '.join(chroma.corpora)}")
+    return chroma
+
+
+def chroma_source(directory: Path, corpus_id: str) -> Path:
+    """The text file of one of Chroma's corpora (its suffix is whichever the set ships)."""
+    return _chroma_set_with(directory, corpus_id).paths[corpus_id]
+
+
+def chroma_questions(directory: Path, corpus_id: str, text: str) -> int:
+    """How many questions Chroma's set asks of `corpus_id`, whose text must be `text` exactly: questions
+    that join a corpus are scored on its text, so a file whose text differs would score the wrong spans."""
+    chroma = _chroma_set_with(directory, corpus_id)
     if chroma.corpora[corpus_id] != text:
         raise BenchError(f"{corpus_id}: the source's text is not Chroma's text of that corpus")
     return sum(q.corpus_id == corpus_id for q in chroma.questions)

@@ -363,6 +363,10 @@ def test_gold_command_joins_a_chroma_corpus_and_the_pool_asks_both(tmp_path: Pat
     moved = write("--force", "--source", "logs/pumps.txt")
     assert moved.exit_code != 0 and "not Chroma's text" in str(moved.exception)
     (chroma_dir / "pumps.md").write_text(PUMPS, encoding="utf-8")
+    (chroma_dir / "pumps.md").rename(chroma_dir / "pumps.txt")  # the default source is Chroma's file, any suffix
+    assert write("--force").exit_code == 0
+    assert read_gold(tmp_path / "pumps_more.json").source == "chunking_eval/pumps.txt"
+    (chroma_dir / "pumps.txt").rename(chroma_dir / "pumps.md")
 
     import streams.bench.gold as gold_module
 
