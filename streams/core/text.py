@@ -249,21 +249,26 @@ _BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|={1,6
 #: of text whose blank lines were stripped.
 UNWRAPPED_LINE = 300
 _UNWRAPPED_END = re.compile(rf"(?<=[^\n]{{{UNWRAPPED_LINE}}})\n")
+#: Between serialized records (a chat log's turns, JSON objects, one list of them after another): a closing brace
+#: (and bracket), an optional comma, spaces, an opening brace (after a bracket). Prose never has it (a run of
+#: citations "[1] [2]" has no brace); without it, a turn that ends without a stop runs into the next.
+_RECORD_GAP = re.compile(r"(?<=\})\]?,?[ \t]+(?=\[?\{)")
 
 
 def block_sentence_spans(text: str, start: int = 0, end: int | None = None, *, uncased: bool = False) -> list[Span]:
     """Sentences that never cross a paragraph, a list item, a heading or a table row.
 
     Paragraphs first (blank lines, so also page breaks of the document stream), then lines that
-    open a new block or close an unwrapped line (UNWRAPPED_LINE), then `sentence_spans` inside each
-    block (`uncased` as there).
+    open a new block or close an unwrapped line (UNWRAPPED_LINE), and the gaps between serialized
+    records, then `sentence_spans` inside each block (`uncased` as there).
     """
     spans: list[Span] = []
     for p_start, p_end in paragraph_spans(text, start, end):
         cursor = p_start
         opens = {m.start() for m in _BLOCK_LINE.finditer(text, p_start, p_end)}
         closes = {m.start() for m in _UNWRAPPED_END.finditer(text, p_start, p_end)}
-        for cut in [*sorted(opens | closes), p_end]:
+        records = {m.end() for m in _RECORD_GAP.finditer(text, p_start, p_end)}
+        for cut in [*sorted(opens | closes | records), p_end]:
             spans.extend(sentence_spans(text, cursor, cut, uncased=uncased))
             cursor = cut
     return spans

@@ -142,6 +142,18 @@ def test_an_unwrapped_line_ends_its_unit_and_a_wrapped_one_does_not() -> None:
     assert len(block_sentence_spans(f"{short}\n{nxt}")) == 1
 
 
+def test_serialized_records_end_their_units_and_citations_do_not() -> None:
+    """A chat log's turns and conversations end without a stop; the gap between records ends a unit, so one
+    turn's last words and the next turn's first are never one sentence. Bracketed citations stay in prose."""
+    first = "[{'content': 'Which flour suits a rye starter', 'role': 'user'}, "
+    second = "{'content': 'Dark rye, fed twice a day', 'role': 'assistant'}] "
+    third = "[{'content': 'How long does the bake take', 'role': 'user'}]"
+    text = first + second + third
+    assert [text[s:e] for s, e in block_sentence_spans(text)] == [first.strip(), second.strip(), third]
+    prose = "The loaf rose twice [1] [2] and was baked at dawn {see notes} before the market opened."
+    assert [prose[s:e] for s, e in block_sentence_spans(prose)] == [prose]
+
+
 def test_long_unpunctuated_run_is_hard_split_by_tokens() -> None:
     encoding = get_tokenizer().encoding
     text = " ".join(f"word{i}" for i in range(3000))
