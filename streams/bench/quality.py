@@ -378,20 +378,21 @@ def recursive_at_corpus_means(eval_set: EvalSet, targets: dict[str, float]) -> t
     return sizes, chunks
 
 
-#: The sizes of the recursive split `semantic` is judged against, as factors of the size matched to its mean
-#: corpus by corpus. Within 10% of one size, the split's recall on a corpus moves by up to 10 points with where
-#: its boundaries happen to fall (docs/benchmarks.md, "A family of sizes"); the family's per-question mean is
-#: what "a recursive split of its own size" scores, without one size's luck.
+#: The sizes of the recursive split `semantic` is judged against, as factors of its mean tokens, corpus by
+#: corpus. Within 10% of one size, the split's recall on a corpus moves by up to 10 points with where its
+#: boundaries happen to fall (docs/benchmarks.md, "A family of sizes"); the family's per-question mean is what
+#: "a recursive split of its own size" scores, without one size's luck.
 RECURSIVE_FAMILY = (0.9, 0.95, 1.0, 1.05, 1.1)
 
 
-def recursive_family_member(eval_set: EvalSet, sizes: dict[str, int], factor: float) -> list[Chunk]:
-    """LangChain recursive on each corpus at `factor` times its matched chunk size (never under 16)."""
-    chunks: list[Chunk] = []
-    for cid, size in sizes.items():
-        text = eval_set.corpora[cid]
-        chunks.extend(locate(text, langchain_recursive(max(16, round(size * factor)))(text), cid))
-    return chunks
+def recursive_family(eval_set: EvalSet, targets: dict[str, float]) -> list[tuple[dict[str, int], list[Chunk]]]:
+    """LangChain recursive with each corpus's mean matched to its target times each factor of
+    RECURSIVE_FAMILY: each member is bisected to its own mean, as the matched size is, so the family's mean
+    size is the target's (IoU falls with size, and fixed factors of one chunk_size miss it by a few %)."""
+    return [
+        recursive_at_corpus_means(eval_set, {cid: mean * factor for cid, mean in targets.items()})
+        for factor in RECURSIVE_FAMILY
+    ]
 
 
 def mean_result(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -879,21 +880,19 @@ def _embedding_targets(
         # size for the whole pool, are reported beside it: on a corpus where `semantic`'s chunks run
         # larger than its pool mean, the pool-wide split's chunks there are smaller, and IoU falls with size.
         means = {cid: row["mean_tokens"] for cid, row in semantic["per_corpus"].items()}
-        tick("langchain_recursive_semantic_size_per_corpus")
-        sizes, chunks = recursive_at_corpus_means(eval_set, means)
         members: list[dict[str, Any]] = []
-        for factor in RECURSIVE_FAMILY:
-            if factor != 1.0:
-                tick(f"langchain_recursive_semantic_size x{factor}")
-            members.append(score(chunks if factor == 1.0 else recursive_family_member(eval_set, sizes, factor)))
+        sizes: list[dict[str, int]] = []
+        for factor, (size, chunks) in zip(RECURSIVE_FAMILY, recursive_family(eval_set, means), strict=True):
+            tick(f"langchain_recursive_semantic_size x{factor}")
+            members.append(score(chunks))
+            sizes.append(size)
         name = "langchain_recursive_semantic_size_family"
-        params = {"chunk_size": sizes, "factors": list(RECURSIVE_FAMILY)}
+        params = {"chunk_size": dict(zip(map(str, RECURSIVE_FAMILY), sizes, strict=True))}
         against("semantic_vs_recursive_same_size", name, mean_result(members), params)
         name = "langchain_recursive_semantic_size_per_corpus"
         luck = "one size's boundary luck is in its score"
-        against(
-            "semantic_vs_recursive_one_size", name, members[RECURSIVE_FAMILY.index(1.0)], {"chunk_size": sizes}, luck
-        )
+        matched = RECURSIVE_FAMILY.index(1.0)
+        against("semantic_vs_recursive_one_size", name, members[matched], {"chunk_size": sizes[matched]}, luck)
         if len(eval_set.corpora) > 1:  # with one corpus the pool-wide match is the one above
             tick("langchain_recursive_semantic_size")
             size, chunks = recursive_at_mean(eval_set, semantic["mean_tokens"])

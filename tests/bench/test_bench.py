@@ -30,7 +30,7 @@ from streams.bench.quality import (
     mean_result,
     mean_tokens,
     recursive_at_corpus_means,
-    recursive_family_member,
+    recursive_family,
     run_quality,
     score_question,
     union_ranges,
@@ -637,14 +637,21 @@ def test_mean_result_averages_each_question_and_each_corpus() -> None:
 
 
 @needs_baselines
-def test_family_members_split_each_corpus_at_its_own_size_times_the_factor() -> None:
-    text = " ".join((BAKERY + VOLCANO).split()) * 4  # one paragraph: the size, not the breaks, sets the cuts
-    eval_set = EvalSet(corpora={"a": text, "b": CORPUS_TEXT}, paths={}, questions=[])
-    sizes = {"a": 60, "b": 40}
-    small, large = (recursive_family_member(eval_set, sizes, f) for f in (0.9, 1.1))
-    assert {c.corpus_id for c in small} == {"a", "b"}
-    assert all(text[c.start : c.end] == c.text for c in small if c.corpus_id == "a")
-    assert mean_tokens([c for c in small if c.corpus_id == "a"]) < mean_tokens([c for c in large if c.corpus_id == "a"])
+def test_each_family_member_is_matched_to_its_own_mean_so_the_family_keeps_the_target_size() -> None:
+    text = " ".join((BAKERY + VOLCANO).split()) * 12  # one paragraph: the size, not the breaks, sets the cuts
+    other = " ".join(CORPUS_TEXT.split()) * 6
+    eval_set = EvalSet(corpora={"a": text, "b": other}, paths={}, questions=[])
+    targets = {"a": 60.0, "b": 45.0}
+    family = recursive_family(eval_set, targets)
+    assert len(family) == len(RECURSIVE_FAMILY)
+    for cid, target in targets.items():
+        means = [mean_tokens([c for c in chunks if c.corpus_id == cid]) for _, chunks in family]
+        assert means == sorted(means) and means[0] < means[-1]  # the factors order the sizes
+        assert np.mean(means) == pytest.approx(target, rel=0.05)  # the family's size is the target's
+        for (_, chunks), factor in zip(family, RECURSIVE_FAMILY, strict=True):
+            assert mean_tokens([c for c in chunks if c.corpus_id == cid]) == pytest.approx(target * factor, rel=0.1)
+            assert all(eval_set.corpora[c.corpus_id][c.start : c.end] == c.text for c in chunks)
+    assert family[RECURSIVE_FAMILY.index(1.0)] == recursive_at_corpus_means(eval_set, targets)
 
 
 @pytest.mark.bench
@@ -663,14 +670,15 @@ def test_quality_semantic_target_is_at_each_corpus_own_size(eval_dir: Path) -> N
         by_name["langchain_recursive_semantic_size_family"],
         by_name["langchain_recursive_semantic_size_per_corpus"],
     )
-    assert family["params"] == {"chunk_size": single["params"]["chunk_size"], "factors": list(RECURSIVE_FAMILY)}
+    factors = [str(f) for f in RECURSIVE_FAMILY]
+    assert list(family["params"]["chunk_size"]) == factors
+    assert family["params"]["chunk_size"]["1.0"] == single["params"]["chunk_size"]
     eval_set = load_eval_set(eval_dir)
     from streams.bench import bench_embedder
 
     vectors = bench_embedder().encode([q.text for q in eval_set.questions])
-    sizes = family["params"]["chunk_size"]
-    members = [evaluate(recursive_family_member(eval_set, sizes, f), eval_set, vectors, 1) for f in RECURSIVE_FAMILY]
-    assert len({max(16, round(sizes["topics"] * f)) for f in RECURSIVE_FAMILY}) == len(RECURSIVE_FAMILY)
+    semantic = by_name["semantic"]["per_corpus"]["topics"]["mean_tokens"]
+    members = [evaluate(chunks, eval_set, vectors, 1) for _, chunks in recursive_family(eval_set, {"topics": semantic})]
     expected = np.mean([m["per_corpus"]["topics"]["iou"] for m in members])
     assert family["per_corpus"]["topics"]["iou"] == pytest.approx(expected, abs=1e-4)
     assert members[RECURSIVE_FAMILY.index(1.0)]["per_corpus"]["topics"] == single["per_corpus"]["topics"]
