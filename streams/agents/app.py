@@ -8,9 +8,11 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import faust
 
+from streams.agents.delivery import DeliveryGate, GatedTable
 from streams.agents.transport import QuietMonitor, Transport, hold_empty_fetches
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
@@ -97,9 +99,12 @@ def make_app(role: str, settings: Settings) -> faust.App:
         stream_wait_empty=False,
         topic_disable_leader=True,
         Monitor=QuietMonitor,
+        Table=GatedTable,
     )
     # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
     app.transport = Transport(app.conf.broker_consumer, app)
+    # Table writes wait for the outputs of their input (delivery.py); one transaction already ties them.
+    app.transport.delivery_gate = DeliveryGate(enabled=settings.processing_guarantee != "exactly_once")
     if settings.broker_kind == "noida":  # it answers empty fetches at once (transport.py, point 8)
         hold_empty_fetches()
     app.transport.sparse_topics = frozenset({settings.topics.versions, settings.topics.status})  # compacted
@@ -125,7 +130,8 @@ class DeadLetterWriter:
         partition: int = -1,
         offset: int = -1,
         doc_id: str | None = None,
-    ) -> None:
+    ) -> Any:
+        """Publish one dead letter; the future of its delivery."""
         letter = DeadLetter(
             reason_code=code,
             reason=reason,
@@ -140,7 +146,7 @@ class DeadLetterWriter:
         )
         log.warning("dead letter: %s %s: %s", stage, code, reason)
         m.DEAD_LETTERS.labels(stage.split(":")[0] if stage.startswith("sink") else stage, code).inc()
-        await self.topic.send(
+        return await self.topic.send(
             key=key or (doc_id or "").encode(),
             value=self.codec.encode("dead_letter", letter.model_dump(), self.name),
         )
@@ -170,6 +176,7 @@ def assembler_app(settings: Settings) -> faust.App:
         "latest-amendments", default=None, partitions=settings.partitions, key_type=str, value_type=bytes
     )
     versions = app.topic(topics.versions, key_type=bytes, value_type=bytes)
+    gate: DeliveryGate = app.transport.delivery_gate
     assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
 
     @app.on_partitions_assigned.connect
@@ -180,37 +187,46 @@ def assembler_app(settings: Settings) -> faust.App:
     @app.agent(source)
     async def assemble(stream: faust.StreamT) -> None:
         async for event in stream.events():
-            message = event.message
-            if message.topic == topics.ticks:
-                outcomes = assembler.on_tick(message.partition, now_ms())
-                m.TABLE_ENTRIES.labels("assembly-headers").set(len(headers))
-                m.TABLE_ENTRIES.labels("assembly-pages").set(len(pages))
-            else:
-                m.RECORDS_IN.labels("assembler", message.topic).inc()
-                try:
-                    outcomes = assembler.on_page(event.value, message.partition, now_ms())
-                except Exception as exc:  # a bug must not stop assembly: the page is kept, loudly
-                    log.exception("assembler failed on a page")
-                    outcomes = [Dead("assembler_error", f"{type(exc).__name__}: {exc}", None, [event.value])]
-            for outcome in outcomes:
-                if isinstance(outcome, Completed):
-                    doc = outcome.document
-                    payload = codec.encode("assembled_document", doc.model_dump(mode="json"), topics.documents)
-                    await documents.send(key=doc.doc_id.encode(), value=payload)
-                    m.RECORDS_OUT.labels("assembler", topics.documents).inc()
-                    known = latest.get(doc.doc_id)
-                    if known is None or doc.amendment_number > int(known):
-                        # The compacted versions topic holds the latest amendment of every document.
-                        latest[doc.doc_id] = str(doc.amendment_number).encode()
-                        version = {
-                            "doc_id": doc.doc_id,
-                            "amendment_number": doc.amendment_number,
-                            "document_name": doc.document_name,
-                            "completed_ms": doc.completed_ms,
-                        }
-                        await versions.send(key=doc.doc_id.encode(), value=json.dumps(version).encode())
-                elif isinstance(outcome, Dead):
-                    for raw in outcome.pages or [b""]:
+            # The tables' writes for this input reach their changelogs once its outputs are delivered: a
+            # document marked done on the changelog but lost on the topic would be lost for good (delivery.py).
+            with gate.capture() as held:
+                held.after(await assemble_one(event))
+
+    async def assemble_one(event: faust.EventT) -> list[Any]:
+        """One page or tick: the delivery futures of what it sent."""
+        message = event.message
+        sent: list[Any] = []
+        if message.topic == topics.ticks:
+            outcomes = assembler.on_tick(message.partition, now_ms())
+            m.TABLE_ENTRIES.labels("assembly-headers").set(len(headers))
+            m.TABLE_ENTRIES.labels("assembly-pages").set(len(pages))
+        else:
+            m.RECORDS_IN.labels("assembler", message.topic).inc()
+            try:
+                outcomes = assembler.on_page(event.value, message.partition, now_ms())
+            except Exception as exc:  # a bug must not stop assembly: the page is kept, loudly
+                log.exception("assembler failed on a page")
+                outcomes = [Dead("assembler_error", f"{type(exc).__name__}: {exc}", None, [event.value])]
+        for outcome in outcomes:
+            if isinstance(outcome, Completed):
+                doc = outcome.document
+                payload = codec.encode("assembled_document", doc.model_dump(mode="json"), topics.documents)
+                sent.append(await documents.send(key=doc.doc_id.encode(), value=payload))
+                m.RECORDS_OUT.labels("assembler", topics.documents).inc()
+                known = latest.get(doc.doc_id)
+                if known is None or doc.amendment_number > int(known):
+                    # The compacted versions topic holds the latest amendment of every document.
+                    latest[doc.doc_id] = str(doc.amendment_number).encode()
+                    version = {
+                        "doc_id": doc.doc_id,
+                        "amendment_number": doc.amendment_number,
+                        "document_name": doc.document_name,
+                        "completed_ms": doc.completed_ms,
+                    }
+                    sent.append(await versions.send(key=doc.doc_id.encode(), value=json.dumps(version).encode()))
+            elif isinstance(outcome, Dead):
+                for raw in outcome.pages or [b""]:
+                    sent.append(
                         await dead.send(
                             "assembly",
                             outcome.code,
@@ -222,6 +238,8 @@ def assembler_app(settings: Settings) -> faust.App:
                             offset=message.offset if message.topic == topics.pages else -1,
                             doc_id=outcome.doc_id,
                         )
+                    )
+        return sent
 
     @app.timer(interval=settings.sweep_interval_s)
     async def tick() -> None:
@@ -251,6 +269,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     manifests = app.topic(topics.manifests, key_type=bytes, value_type=bytes)
     dead = DeadLetterWriter(app, settings, codec)
     versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
+    gate: DeliveryGate = app.transport.delivery_gate
     embedder = None
     if strategy in EMBEDDING_STRATEGIES:
         from streams.embedstore import embedder_for
@@ -280,7 +299,8 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
         budget.observe(len(raw), time.perf_counter() - started)
         return doc, published
 
-    async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> None:
+    async def send_status(ids: list[str], doc_id: str, amendment: int, retired: bool, by: int = -1) -> list[Any]:
+        sent = []
         for chunk_id in ids:
             flip = ChunkStatus(
                 chunk_id=chunk_id,
@@ -292,84 +312,84 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 superseded_by=by,
                 timestamp_ms=now_ms(),
             )
-            await status.send(
-                key=chunk_id.encode(), value=codec.encode("chunk_status", flip.model_dump(), topics.status)
-            )
+            value = codec.encode("chunk_status", flip.model_dump(), topics.status)
+            sent.append(await status.send(key=chunk_id.encode(), value=value))
+        return sent
 
     @app.agent(source)
     async def chunk(stream: faust.StreamT) -> None:
-        loop = asyncio.get_running_loop()
         async for event in stream.events():
-            message = event.message
-            key = message.key or b""
-            doc_id = key.decode("utf-8", "replace")
-            m.RECORDS_IN.labels(f"chunker-{strategy}", message.topic).inc()
-            if message.topic == topics.versions:
-                if not event.value:  # a document tombstone retires all its chunks
-                    ids, _ = delete(json.loads(versions[doc_id]) if versions.get(doc_id) else None)
-                    await send_status(ids, doc_id, -1, retired=True)
-                    versions.pop(doc_id, None)
-                continue
-            failure: tuple[str, str] | None = None
-            published: Published | None = None
-            doc: AssembledDocument | None = None
-            try:
-                if budget.inline(len(event.value)):
-                    doc, published = run(event.value)
-                else:  # long enough that the loop should keep serving produce acks and commits meanwhile
-                    doc, published = await loop.run_in_executor(None, run, event.value)
-            except AvroDecodeError as exc:
-                failure = ("invalid_avro", str(exc))
-            except ChunkingError as exc:
-                failure = (exc.code, str(exc))
-            except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
-                log.exception("chunker %s failed", strategy)
-                failure = ("chunker_error", f"{type(exc).__name__}: {exc}")
-            if failure is None and published is not None and doc is not None and not published.applicable:
-                # not this strategy's kind of document: accounted for in the ledger, never dead-lettered
-                manifest = skipped_manifest(doc, chunker, published.skipped, now_ms())
-                await manifests.send(
-                    key=manifest.key.encode(),
-                    value=codec.encode("document_manifest", manifest.model_dump(), topics.manifests),
-                )
-                m.SKIPPED.labels(strategy).inc()
-                continue
-            records = published.records if published is not None else []
-            if failure is None and not records:
-                failure = ("no_chunks", "the strategy produced no chunks for this document")
-            if failure is not None:
+            # The versions table's write for this document reaches its changelog once the chunks and flips
+            # are delivered: a state that names chunks the topic never got would skip their flips (delivery.py).
+            with gate.capture() as held:
+                held.after(await chunk_one(event))
+
+    async def chunk_one(event: faust.EventT) -> list[Any]:
+        """One assembled document or version record: the delivery futures of what it sent."""
+        loop = asyncio.get_running_loop()
+        message = event.message
+        key = message.key or b""
+        doc_id = key.decode("utf-8", "replace")
+        m.RECORDS_IN.labels(f"chunker-{strategy}", message.topic).inc()
+        if message.topic == topics.versions:
+            sent: list[Any] = []
+            if not event.value:  # a document tombstone retires all its chunks
+                ids, _ = delete(json.loads(versions[doc_id]) if versions.get(doc_id) else None)
+                sent = await send_status(ids, doc_id, -1, retired=True)
+                versions.pop(doc_id, None)
+            return sent
+        failure: tuple[str, str] | None = None
+        published: Published | None = None
+        doc: AssembledDocument | None = None
+        try:
+            if budget.inline(len(event.value)):
+                doc, published = run(event.value)
+            else:  # long enough that the loop should keep serving produce acks and commits meanwhile
+                doc, published = await loop.run_in_executor(None, run, event.value)
+        except AvroDecodeError as exc:
+            failure = ("invalid_avro", str(exc))
+        except ChunkingError as exc:
+            failure = (exc.code, str(exc))
+        except Exception as exc:  # a chunker bug must not stop the stream; it is dead-lettered loudly
+            log.exception("chunker %s failed", strategy)
+            failure = ("chunker_error", f"{type(exc).__name__}: {exc}")
+        if failure is None and published is not None and doc is not None and not published.applicable:
+            # not this strategy's kind of document: accounted for in the ledger, never dead-lettered
+            manifest = skipped_manifest(doc, chunker, published.skipped, now_ms())
+            value = codec.encode("document_manifest", manifest.model_dump(), topics.manifests)
+            m.SKIPPED.labels(strategy).inc()
+            return [await manifests.send(key=manifest.key.encode(), value=value)]
+        records = published.records if published is not None else []
+        if failure is None and not records:
+            failure = ("no_chunks", "the strategy produced no chunks for this document")
+        if failure is not None:
+            stage = f"chunk:{strategy}"
+            return [
                 await dead.send(
-                    f"chunk:{strategy}",
-                    *failure,
-                    message.topic,
-                    event.value,
-                    key,
-                    message.partition,
-                    message.offset,
-                    doc_id,
+                    stage, *failure, message.topic, event.value, key, message.partition, message.offset, doc_id
                 )
-                continue
-            amendment = records[0].amendment_number
-            state = json.loads(versions[doc_id]) if versions.get(doc_id) else None
-            decision = decide(state, amendment, [r.chunk_id for r in records])
-            for record in records:
-                record.is_latest_version = decision.is_latest
-                value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
-                await chunks.send(key=record.chunk_id.encode(), value=value)
-            # After its chunks, before the input offset is committed: the ledger's expectation of the stores.
-            manifest = manifest_for(records, now_ms())
-            await manifests.send(
-                key=manifest.key.encode(),
-                value=codec.encode("document_manifest", manifest.model_dump(), topics.manifests),
-            )
-            m.CHUNKS.labels(strategy).inc(len(records))
-            m.RECORDS_OUT.labels(f"chunker-{strategy}", topics.chunks).inc(len(records))
-            if doc is not None and doc.first_page_ms:
-                m.LATENCY.labels("page_to_chunk").observe(max(0.0, (now_ms() - doc.first_page_ms) / 1000))
-            m.TABLE_ENTRIES.labels("chunk-versions").set(len(versions))
-            for older, ids in decision.flips.items():
-                await send_status(ids, doc_id, older, retired=False, by=amendment)
-            await send_status(decision.retired, doc_id, amendment, retired=True)
-            versions[doc_id] = json.dumps(decision.state).encode()
+            ]
+        amendment = records[0].amendment_number
+        state = json.loads(versions[doc_id]) if versions.get(doc_id) else None
+        decision = decide(state, amendment, [r.chunk_id for r in records])
+        sent = []
+        for record in records:
+            record.is_latest_version = decision.is_latest
+            value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
+            sent.append(await chunks.send(key=record.chunk_id.encode(), value=value))
+        # After its chunks, before the input offset is committed: the ledger's expectation of the stores.
+        manifest = manifest_for(records, now_ms())
+        value = codec.encode("document_manifest", manifest.model_dump(), topics.manifests)
+        sent.append(await manifests.send(key=manifest.key.encode(), value=value))
+        m.CHUNKS.labels(strategy).inc(len(records))
+        m.RECORDS_OUT.labels(f"chunker-{strategy}", topics.chunks).inc(len(records))
+        if doc is not None and doc.first_page_ms:
+            m.LATENCY.labels("page_to_chunk").observe(max(0.0, (now_ms() - doc.first_page_ms) / 1000))
+        m.TABLE_ENTRIES.labels("chunk-versions").set(len(versions))
+        for older, ids in decision.flips.items():
+            sent += await send_status(ids, doc_id, older, retired=False, by=amendment)
+        sent += await send_status(decision.retired, doc_id, amendment, retired=True)
+        versions[doc_id] = json.dumps(decision.state).encode()
+        return sent
 
     return app

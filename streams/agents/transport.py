@@ -107,6 +107,8 @@ from faust.types import TP, Message
 from intervaltree import IntervalTree
 from mode import Service
 
+from streams.agents.delivery import GatedProducer
+
 log = logging.getLogger("streams.agents")
 
 EMPTY_FETCH_BACKOFF_S = 0.05  # the first wait after an empty fetch (point 8)
@@ -429,6 +431,7 @@ class Transport(driver.Transport):
     """Set as `app.transport` right after the app is created (before any topic is declared)."""
 
     Consumer = SeekingConsumer
+    Producer = GatedProducer  # its flush before a commit also sends the table writes held on delivery
     TransactionManager = SourceTransactionManager
 
     sparse_topics: frozenset[str] = frozenset()  # compacted topics read by agents (point 6 above)
@@ -469,6 +472,13 @@ PATCHED_INTERNALS: dict[str, str] = {
     "faust.transport.consumer:TransactionManager.send": "b8d126be9f10fc69",
     "faust.transport.consumer:TransactionManager.commit": "fbb29c3467ac8bfa",
     "faust.transport.drivers.aiokafka:Producer.send": "0b5bd08f52e5e2a9",
+    # streams/agents/delivery.py: table writes held until their input's outputs are delivered, and sent by the
+    # flush faust runs before it commits.
+    "faust.tables.table:Table.on_key_set": "a370e35ca55c2c7e",
+    "faust.tables.table:Table.on_key_del": "4f2900b2f9d24a08",
+    "faust.tables.base:Collection.send_changelog": "3dd3884e1b5fc0e1",
+    "faust.transport.consumer:Consumer._commit_offsets": "1a69799041188441",
+    "faust.transport.drivers.aiokafka:Producer.flush": "36d0cb3615f65b01",
 }
 
 

@@ -1,0 +1,164 @@
+"""State after output: a worker's table writes reach their changelog only once the records it sent for the
+same input are delivered.
+
+Why: a table write and an output record go to different partitions, and Kafka orders nothing across
+partitions. The assembler marks a document done (so a redelivered page of it is dropped as a duplicate) in
+the same step that sends the document; SIGKILLed between the two deliveries, it left the mark on the
+changelog and no document on the topic, and its successor dropped the redelivered pages as duplicates: pages
+committed, no document, no dead letter (tests/reliability/test_faults.py on Apache Kafka, 2026-11-27).
+
+`DeliveryGate.capture()` holds the changelog sends of the tables written while it is open; `Held.after()`
+releases them when the given output futures are done, in the order the inputs came. A worker's commit
+flushes its producer first (faust), and the gated producer then waits for every held write that was
+waiting on what it flushed, and flushes again: an offset is committed only with its state on the changelog.
+The in-memory table changes at once, so the worker reads its own writes as before.
+
+Under exactly-once the outputs and the changelog share one transaction, so nothing is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+from faust.transport.drivers import aiokafka as driver
+
+Write = Callable[[], Any]
+
+
+class DeliveryFailed(RuntimeError):
+    """An output a held write waited for was not delivered: the write must never land."""
+
+
+class Held:
+    """The table writes of one input, waiting for that input's outputs."""
+
+    def __init__(self, gate: DeliveryGate) -> None:
+        self.gate = gate
+        self.writes: list[Write] = []
+        self.futures: list[asyncio.Future[Any]] = []
+        self.ready = False
+
+    def after(self, futures: Sequence[Awaitable[Any]]) -> None:
+        """Release the writes once every one of `futures` is done (at once when there are none)."""
+        self.futures = [f for f in futures if isinstance(f, asyncio.Future)]
+        self.ready = True
+        for future in self.futures:
+            future.add_done_callback(lambda _: self.gate.release())
+
+    def done(self) -> bool:
+        return self.ready and all(f.done() for f in self.futures)
+
+    def failure(self) -> BaseException | None:
+        for future in self.futures:
+            if future.done() and (future.cancelled() or future.exception() is not None):
+                return future.exception() or asyncio.CancelledError()
+        return None
+
+
+class DeliveryGate:
+    """Holds changelog sends made inside `capture()` until `Held.after`'s futures are done, in FIFO order."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._queue: deque[Held] = deque()
+        # Per task: only the writes of the coroutine that opened `capture()` are held.
+        self._capturing: contextvars.ContextVar[Held | None] = contextvars.ContextVar("capturing", default=None)
+        self._changed = asyncio.Event()
+        self.appended = 0  # entries ever queued
+        self.released = 0  # entries whose writes were sent
+
+    @contextmanager
+    def capture(self) -> Iterator[Held]:
+        """Table writes inside the block are held; call `.after(futures)` on the result once sent."""
+        held = Held(self)
+        if not self.enabled:
+            held.ready = True
+            yield held
+            return
+        token = self._capturing.set(held)
+        try:
+            yield held
+        finally:
+            self._capturing.reset(token)
+        if held.writes:
+            self._queue.append(held)
+            self.appended += 1
+        if not held.ready:  # the caller sends nothing after the block: ready as it stands
+            held.ready = True
+        self.release()
+
+    def hold(self, write: Write) -> bool:
+        """Called for every changelog send: True when it is held (inside `capture`), else send it now."""
+        held = self._capturing.get()
+        if held is None:
+            return False
+        held.writes.append(write)
+        return True
+
+    def release(self) -> None:
+        """Send the writes of every entry at the head of the queue whose outputs are delivered."""
+        while self._queue and self._queue[0].done():
+            held = self._queue[0]
+            if held.failure() is not None:
+                break  # never sent: the producer has failed, and the worker restarts from its commit
+            self._queue.popleft()
+            for write in held.writes:
+                write()
+            self.released += 1
+        self._changed.set()
+
+    async def drained(self, upto: int) -> None:
+        """Wait until the first `upto` entries are released; raise if one of them can never be."""
+        while self.released < upto:
+            head = self._queue[0] if self._queue else None
+            if head is not None and (error := head.failure()) is not None:
+                raise DeliveryFailed(f"an output was not delivered ({error!r}); its state is not written")
+            self._changed.clear()
+            await self._changed.wait()
+
+
+@dataclass(frozen=True)
+class _HeldMessage:
+    partition: int
+
+
+@dataclass(frozen=True)
+class _HeldSend:
+    """What faust's table reads back from a changelog send: the partition it goes to (known before sending)."""
+
+    message: _HeldMessage
+
+
+class GatedTable(faust.Table):
+    """A faust table whose changelog sends pass through the transport's DeliveryGate."""
+
+    def send_changelog(self, partition: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> Any:
+        gate: DeliveryGate | None = getattr(self.app.transport, "delivery_gate", None)
+        parent = super().send_changelog
+        if (
+            partition is not None
+            and gate is not None
+            and gate.hold(lambda: parent(partition, key, value, *args, **kwargs))
+        ):
+            return _HeldSend(_HeldMessage(partition))
+        return parent(partition, key, value, *args, **kwargs)
+
+
+class GatedProducer(driver.Producer):
+    """faust flushes the producer before it commits offsets; this flush also waits for the held table writes
+    whose outputs it delivered, then sends those writes too."""
+
+    async def flush(self) -> None:
+        gate: DeliveryGate | None = getattr(self.transport, "delivery_gate", None)
+        upto = gate.appended if gate is not None else 0
+        await super().flush()
+        if gate is not None and gate.released < upto:
+            await gate.drained(upto)
+            await super().flush()
