@@ -1,0 +1,103 @@
+"""A document the assembler could not yet deliver is not marked done: killed then, its successor assembles
+it again (streams/agents/delivery.py).
+
+On Apache Kafka the document topic is made to refuse the document (its max.message.bytes set below the record's
+size), so the assembler completes a document it cannot deliver, while its table writes go to a topic that still
+takes them. Before the gate, the document's done mark reached the changelog
+at once; SIGKILLed and restarted, the assembler dropped the redelivered pages as duplicates of a document done,
+and the document was lost with no dead letter (as a full-suite run of test_faults.py caught on 2026-11-27).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+from streams.core.chunkers import get_chunker
+from streams.core.document import assemble
+from streams.core.records import build_records
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.runtime.clients import group_id
+from tests.conftest import make_pages
+from tests.integration.conftest import pipeline_settings
+
+pytestmark = pytest.mark.integration
+
+HEADERS_CHANGELOG = f"{group_id('assembler')}-assembly-headers-changelog"
+
+
+def max_message_bytes(address: str, topic: str, value: str | None = None) -> str:
+    """The topic's max.message.bytes, set to `value` first when one is given."""
+    admin = AdminClient({"bootstrap.servers": address})
+    if value is not None:
+        entry = ConfigEntry("max.message.bytes", value, incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+    deadline = time.monotonic() + 30
+    while True:  # the broker applies an altered config a moment after it answers
+        (described,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+        now = str(described.result(30)["max.message.bytes"].value)
+        if value is None or now == value or time.monotonic() > deadline:
+            return now
+        time.sleep(0.2)
+
+
+def changelog(address: str, partitions: int) -> list[tuple[bytes, bytes | None]]:
+    """Every record of the assembler's headers changelog: (key, value)."""
+    consumer = Consumer({"bootstrap.servers": address, "group.id": "reader", "enable.auto.commit": False})
+    try:
+        parts = [TopicPartition(HEADERS_CHANGELOG, p, 0) for p in range(partitions)]
+        ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
+        consumer.assign(parts)
+        records: list[tuple[bytes, bytes | None]] = []
+        seen = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + 30
+        while any(seen[p] < ends[p] for p in ends) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            records.append((message.key(), message.value()))
+            seen[message.partition()] = message.offset() + 1
+        return records
+    finally:
+        consumer.close()
+
+
+def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp_path, bus: str) -> None:
+    if bus != "kafka":
+        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+    pages = make_pages("held-doc", ["harbour ledger " * 60 + ".", "granite lantern " * 60 + "."])
+    chunker = get_chunker("window")
+    doc = assemble(pages)
+    expected = {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+    settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0)
+    with LocalPipeline(settings, ["window"]) as pipeline:
+        live = pipeline.settings
+        collector = Collector(live, watch_documents=True)
+        try:
+            limit = max_message_bytes(live.broker, live.topics.documents)
+            assert max_message_bytes(live.broker, live.topics.documents, "200") == "200"  # the document is larger
+            publish_pages(live, pages)
+            # Until the pages are read and the document completed: its first page is on the changelog (an
+            # open header), and the assembler then completes it within a fetch.
+            deadline = time.monotonic() + 120
+            while not any(k and b"held-doc" in k for k, _ in changelog(live.broker, live.partitions)):
+                pipeline.check_workers()
+                assert time.monotonic() < deadline, "the assembler never read the document's first page"
+                time.sleep(0.5)
+            time.sleep(5)  # the completing page is in the same fetch: a done mark has every chance to leak
+            marks = [v for k, v in changelog(live.broker, live.partitions) if k and b"held-doc" in k]
+            assert marks and all(b'"done"' not in (v or b"") for v in marks), marks
+            assert collector.produced(live.topics.documents) == 0
+            pipeline.stop_worker("assembler", kill=True)
+            max_message_bytes(live.broker, live.topics.documents, limit)
+            pipeline.start_worker("assembler")
+            result = collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+        finally:
+            collector.close()
+    assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
+    assert {r.chunk_id: r.checksum for r in result.records()} == expected
