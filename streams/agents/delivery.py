@@ -42,24 +42,28 @@ class Held:
     def __init__(self, gate: DeliveryGate) -> None:
         self.gate = gate
         self.writes: list[Write] = []
-        self.futures: list[asyncio.Future[Any]] = []
+        self.pending = 0  # outputs not delivered yet
+        self.error: BaseException | None = None
         self.ready = False
 
     def after(self, futures: Sequence[Awaitable[Any]]) -> None:
         """Release the writes once every one of `futures` is done (at once when there are none)."""
-        self.futures = [f for f in futures if isinstance(f, asyncio.Future)]
         self.ready = True
-        for future in self.futures:
-            future.add_done_callback(lambda _: self.gate.release())
+        for future in map(asyncio.ensure_future, futures):  # faust's sends return futures already
+            self.pending += 1
+            future.add_done_callback(self._delivered)
+
+    def _delivered(self, future: asyncio.Future[Any]) -> None:
+        self.pending -= 1
+        if self.error is None and (future.cancelled() or future.exception() is not None):
+            self.error = asyncio.CancelledError() if future.cancelled() else future.exception()
+        self.gate.release()
 
     def done(self) -> bool:
-        return self.ready and all(f.done() for f in self.futures)
+        return self.ready and self.pending == 0
 
     def failure(self) -> BaseException | None:
-        for future in self.futures:
-            if future.done() and (future.cancelled() or future.exception() is not None):
-                return future.exception() or asyncio.CancelledError()
-        return None
+        return self.error
 
 
 class DeliveryGate:
