@@ -21,6 +21,15 @@ class Changelog:
             self.sent.append(key)
 
 
+def written_after_output(gate: DeliveryGate, log: Changelog, key: str) -> asyncio.Future[str]:
+    """One input that writes `key` and sends one record: the record's (undelivered) future."""
+    output: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    with gate.capture() as held:
+        log.write(key)
+        held.after([output])
+    return output
+
+
 async def settle() -> None:
     for _ in range(3):  # done callbacks run on the loop's next turns
         await asyncio.sleep(0)
@@ -30,10 +39,7 @@ def test_a_write_waits_for_the_outputs_of_its_input_and_reads_nothing_else() -> 
     async def scenario() -> None:
         gate = DeliveryGate()
         log = Changelog(gate)
-        document = asyncio.get_running_loop().create_future()
-        with gate.capture() as held:
-            log.write("doc-1 done")
-            held.after([document])
+        document = written_after_output(gate, log, "doc-1 done")
         log.write("outside any input")  # a write outside capture is not held
         await settle()
         assert log.sent == ["outside any input"]
@@ -48,10 +54,7 @@ def test_writes_leave_in_input_order_even_when_a_later_input_sent_nothing() -> N
     async def scenario() -> None:
         gate = DeliveryGate()
         log = Changelog(gate)
-        first = asyncio.get_running_loop().create_future()
-        with gate.capture() as held:
-            log.write("doc-1 done")
-            held.after([first])
+        first = written_after_output(gate, log, "doc-1 done")
         with gate.capture():  # a page stored: no output, but it must not overtake doc-1's mark
             log.write("doc-2 page 1")
         await settle()
@@ -67,10 +70,7 @@ def test_a_write_whose_output_failed_never_lands_and_the_commit_flush_fails() ->
     async def scenario() -> None:
         gate = DeliveryGate()
         log = Changelog(gate)
-        document = asyncio.get_running_loop().create_future()
-        with gate.capture() as held:
-            log.write("doc-1 done")
-            held.after([document])
+        document = written_after_output(gate, log, "doc-1 done")
         upto = gate.appended
         document.set_exception(RuntimeError("MessageSizeTooLarge"))
         await settle()
@@ -85,10 +85,7 @@ def test_drained_waits_for_the_entries_queued_before_it_was_asked() -> None:
     async def scenario() -> None:
         gate = DeliveryGate()
         log = Changelog(gate)
-        document = asyncio.get_running_loop().create_future()
-        with gate.capture() as held:
-            log.write("doc-1 done")
-            held.after([document])
+        document = written_after_output(gate, log, "doc-1 done")
         waiting = asyncio.ensure_future(gate.drained(gate.appended))
         await settle()
         assert not waiting.done()
