@@ -89,6 +89,12 @@ class DeliveryGate:
         token = self._capturing.set(held)
         try:
             yield held
+        except BaseException as exc:
+            # The input failed midway (a send raised): its outputs may be missing, so its writes never land.
+            held.error, held.ready = exc, True
+            self._queue.append(held)
+            self.appended += 1
+            raise
         finally:
             self._capturing.reset(token)
         if held.writes:

@@ -81,6 +81,21 @@ def test_a_write_whose_output_failed_never_lands_and_the_commit_flush_fails() ->
     asyncio.run(scenario())
 
 
+def test_an_input_that_failed_midway_never_writes() -> None:
+    async def scenario() -> None:
+        gate = DeliveryGate()
+        log = Changelog(gate)
+        with pytest.raises(RuntimeError), gate.capture():
+            log.write("doc-1 done")
+            raise RuntimeError("the producer crashed before the document was sent")
+        await settle()
+        assert log.sent == []
+        with pytest.raises(DeliveryFailed, match="producer crashed"):
+            await asyncio.wait_for(gate.drained(gate.appended), 5)
+
+    asyncio.run(scenario())
+
+
 def test_drained_waits_for_the_entries_queued_before_it_was_asked() -> None:
     async def scenario() -> None:
         gate = DeliveryGate()
