@@ -43,12 +43,10 @@ class Held:
         self.gate = gate
         self.writes: list[Write] = []
         self.pending = 0  # outputs not delivered yet
-        self.error: BaseException | None = None
-        self.ready = False
+        self.error: BaseException | None = None  # an output failed, or the input did: never release
 
     def after(self, futures: Sequence[Awaitable[Any]]) -> None:
         """Release the writes once every one of `futures` is done (at once when there are none)."""
-        self.ready = True
         for future in map(asyncio.ensure_future, futures):  # faust's sends return futures already
             self.pending += 1
             future.add_done_callback(self._delivered)
@@ -60,10 +58,7 @@ class Held:
         self.gate.release()
 
     def done(self) -> bool:
-        return self.ready and self.pending == 0
-
-    def failure(self) -> BaseException | None:
-        return self.error
+        return self.pending == 0
 
 
 class DeliveryGate:
@@ -83,7 +78,6 @@ class DeliveryGate:
         """Table writes inside the block are held; call `.after(futures)` on the result once sent."""
         held = Held(self)
         if not self.enabled:
-            held.ready = True
             yield held
             return
         token = self._capturing.set(held)
@@ -91,18 +85,15 @@ class DeliveryGate:
             yield held
         except BaseException as exc:
             # The input failed midway (a send raised): its outputs may be missing, so its writes never land.
-            held.error, held.ready = exc, True
-            self._queue.append(held)
-            self.appended += 1
+            held.error = exc
             raise
         finally:
             self._capturing.reset(token)
-        if held.writes:
-            self._queue.append(held)
-            self.appended += 1
-        if not held.ready:  # the caller sends nothing after the block: ready as it stands
-            held.ready = True
-        self.release()
+            # Queued only when the block is over: `after` has counted every output by then.
+            if held.writes or held.error is not None:
+                self._queue.append(held)
+                self.appended += 1
+            self.release()
 
     def hold(self, write: Write) -> bool:
         """Called for every changelog send: True when it is held (inside `capture`), else send it now."""
@@ -116,7 +107,7 @@ class DeliveryGate:
         """Send the writes of every entry at the head of the queue whose outputs are delivered."""
         while self._queue and self._queue[0].done():
             held = self._queue[0]
-            if held.failure() is not None:
+            if held.error is not None:
                 break  # never sent: the producer has failed, and the worker restarts from its commit
             self._queue.popleft()
             for write in held.writes:
@@ -128,8 +119,8 @@ class DeliveryGate:
         """Wait until the first `upto` entries are released; raise if one of them can never be."""
         while self.released < upto:
             head = self._queue[0] if self._queue else None
-            if head is not None and (error := head.failure()) is not None:
-                raise DeliveryFailed(f"an output was not delivered ({error!r}); its state is not written")
+            if head is not None and head.error is not None:
+                raise DeliveryFailed(f"an output was not delivered ({head.error!r}); its state is not written")
             self._changed.clear()
             await self._changed.wait()
 
