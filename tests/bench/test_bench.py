@@ -642,7 +642,7 @@ def test_each_family_member_is_matched_to_its_own_mean_so_the_family_keeps_the_t
     other = " ".join(CORPUS_TEXT.split()) * 6
     eval_set = EvalSet(corpora={"a": text, "b": other}, paths={}, questions=[])
     targets = {"a": 60.0, "b": 45.0}
-    family = recursive_family(eval_set, targets)
+    family = list(recursive_family(eval_set, targets))
     assert len(family) == len(RECURSIVE_FAMILY)
     for cid, target in targets.items():
         means = [mean_tokens([c for c in chunks if c.corpus_id == cid]) for _, chunks in family]
