@@ -30,6 +30,10 @@ def settle_heap() -> int:
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
+    if role == "assembler":
+        from streams.runtime.clients import check_document_topic
+
+        check_document_topic(settings)  # a topic that refuses a document it accepts: refuse to start
     if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
         # core in every process oversubscribes the machine (docs/benchmarks.md, The demo).

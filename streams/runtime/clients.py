@@ -136,3 +136,42 @@ def check_credentials(settings: Settings, timeout: float = 20.0) -> None:
 
 def mask_secret(text: str, secret: str | None) -> str:
     return text.replace(secret, "***") if secret else text
+
+
+class TopicTooSmall(ConfigError):
+    """A topic takes smaller records than a setting lets the service write to it: a bad setting."""
+
+
+def check_document_topic(settings: Settings, timeout: float = 20.0) -> None:
+    """Before the assembler starts: the document topic must take a document of `max_document_bytes`. A topic
+    that refuses one (its `max.message.bytes`, or the broker's `message.max.bytes` it inherits, is lower) fails
+    the send after the document is complete; the document is then neither delivered nor dead-lettered, and
+    the worker restarts into the same refusal. So the smaller limit is one clear line and a refusal to start.
+
+    A broker that does not answer a topic's configs (noida-db has none), or a topic not created yet, leaves
+    the check to the clients: that is logged, not raised."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    if settings.max_message_bytes < settings.max_document_bytes:  # the producer itself would refuse it
+        raise TopicTooSmall(
+            f"STREAMS_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) is below STREAMS_MAX_DOCUMENT_BYTES "
+            f"({settings.max_document_bytes}): the assembler could not send a document it accepts"
+        )
+    topic = settings.topics.documents
+    admin = AdminClient(client_config(settings))
+    try:
+        (described,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+        entry = described.result(timeout).get("max.message.bytes")
+        limit = int(entry.value) if entry is not None and entry.value is not None else None
+    except Exception as exc:  # no configs to read: the check cannot be made here
+        KAFKA_LOG.warning("max.message.bytes of %s not checked: %s", topic, exc)
+        return
+    if limit is None:
+        return
+    wanted = settings.max_document_bytes
+    if limit < wanted:
+        raise TopicTooSmall(
+            f"topic {topic} takes records of at most {limit} bytes (max.message.bytes) but a document may hold "
+            f"{wanted} (STREAMS_MAX_DOCUMENT_BYTES): raise the topic's max.message.bytes to at least {wanted}, "
+            f"or set STREAMS_MAX_DOCUMENT_BYTES to at most {limit} so larger documents are dead-lettered"
+        )

@@ -10,6 +10,9 @@ and the document was lost with no dead letter (as a full-suite run of test_fault
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -21,6 +24,7 @@ from streams.core.document import assemble
 from streams.core.records import build_records
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
 from streams.runtime.clients import group_id
+from streams.settings import Settings
 from tests.conftest import make_pages
 from tests.integration.conftest import pipeline_settings
 
@@ -101,3 +105,37 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
             collector.close()
     assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
     assert {r.chunk_id: r.checksum for r in result.records()} == expected
+
+
+def test_a_document_topic_that_refuses_a_document_refuses_to_start_the_assembler(tmp_path, bus: str) -> None:
+    """A topic whose max.message.bytes is below STREAMS_MAX_DOCUMENT_BYTES would refuse a document the assembler
+    accepts: with the delivery gate that document is neither delivered nor dead-lettered, and the worker restarts
+    into the same refusal. So the assembler refuses to start, in one line naming both limits (exit 78, which
+    supervisors do not retry); with the topic as `streams topics` makes it, it starts."""
+    from streams.ops.embedded import broker
+    from streams.ops.topics import ensure_topics
+    from streams.runtime.clients import TopicTooSmall, check_document_topic
+
+    with broker(tmp_path) as server:
+        settings = Settings(broker=server.address, data_dir=tmp_path, partitions=1)
+        ensure_topics(settings)
+        check_document_topic(settings)  # the project's own topics take its largest document
+        with pytest.raises(TopicTooSmall, match="STREAMS_MAX_DOCUMENT_BYTES"):
+            check_document_topic(settings.model_copy(update={"max_message_bytes": 1000, "max_document_bytes": 2000}))
+        if bus != "kafka":
+            return  # noida-db has no per-topic max.message.bytes to lower
+        max_message_bytes(settings.broker, settings.topics.documents, "100000")
+        with pytest.raises(TopicTooSmall, match=r"takes records of at most 100000 bytes"):
+            check_document_topic(settings)
+        check_document_topic(settings.model_copy(update={"max_document_bytes": 100_000}))  # documents fit now
+        env = {**os.environ, "STREAMS_BROKER": settings.broker, "STREAMS_DATA_DIR": str(tmp_path), "CI": "1"}
+        done = subprocess.run(
+            [sys.executable, "-m", "streams", "worker", "--role", "assembler"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 78, done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "max.message.bytes" in lines[0] and "16000000" in lines[0], done.stderr
