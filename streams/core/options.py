@@ -241,6 +241,13 @@ class SemanticOptions(StrategyOptions):
     )
     min_tokens: int = Field(100, ge=0, le=100_000, description="smaller groups join a neighbour")
     max_tokens: int = Field(400, ge=8, le=100_000, description="larger groups are split")
+    size_weight: float = Field(
+        2.0,
+        ge=0.0,
+        le=100.0,
+        description="in a document without blank lines, the cuts are chosen again to weigh each break's "
+        "distance against how far each chunk's tokens stray from the document's mean chunk (0: never)",
+    )
 
     @model_validator(mode="after")
     def _resolved(self) -> SemanticOptions:

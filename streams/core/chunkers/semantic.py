@@ -308,7 +308,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.6.2"
+    version = "1.7.0"
     heading_context = True
     # A group under min_tokens joins the neighbour in its own paragraph before the more similar one:
     # small groups used to cross paragraphs, so a chunk ran a little past the passage it answered
@@ -350,15 +350,23 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         gradient = _round(np.gradient(distances)) if len(distances) > 1 else distances
         return gradient, float(np.percentile(gradient, amount))
 
-    def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
+    def scores(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[np.ndarray, float] | None:
+        """(scores, threshold) of the breaks between neighbouring units: a break after unit i when
+        scores[i] > threshold. None when there are too few units to tell."""
         ends = paragraph_ends(text, units)
         distances = self.distances(vectors, ends)
         if len(distances) < 2:
-            return [_Group(0, len(units) - 1, "end_of_document")], 0.0
+            return None
         if self.options.local_window and not ends.any():
             distances = local_contrast(distances, self.options.local_window)
         scores, threshold = self.threshold(distances)
-        threshold = round(threshold, ROUND)
+        return scores, round(threshold, ROUND)
+
+    def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
+        scored = self.scores(vectors, units, text)
+        if scored is None:
+            return [_Group(0, len(units) - 1, "end_of_document")], 0.0
+        scores, threshold = scored
         groups: list[_Group] = []
         first = 0
         for i in np.flatnonzero(scores > threshold).tolist():
@@ -366,6 +374,86 @@ class SemanticChunker(_SentenceEmbeddingChunker):
             first = i + 1
         groups.append(_Group(first, len(units) - 1, "end_of_document"))
         return groups, threshold
+
+    def _refine(
+        self, groups: list[_Group], units: Sequence[Span], vectors: np.ndarray, counter: _RangeCounter
+    ) -> list[_Group]:
+        """With a `size_weight`, in a document without blank lines, the cuts are chosen again over the whole
+        document (size_prior_groups): the threshold's groups give the document's mean size, and the program
+        evens the sizes about it. Why: without the paragraph signal the threshold leaves chunks of 100 to 400
+        tokens side by side, retrieval favours the large ones, and IoU pays for their extra text; where blank
+        lines are, the threshold's breaks follow the paragraphs and moving them cost recall (docs/benchmarks.md,
+        a size prior for `semantic`)."""
+        weight = self.options.size_weight
+        text = counter.text
+        if not weight or len(groups) < 2 or paragraph_ends(text, units).any():
+            return groups
+        scored = self.scores(vectors, units, text)
+        if scored is None:
+            return groups
+        counts = [counter(s, e) for s, e in units]
+        sizes = [counter(units[g.first][0], units[g.last][1]) for g in groups]
+        cuts = size_prior_groups(
+            scored[0],
+            scored[1],
+            counts,
+            sum(sizes) / len(sizes),
+            weight,
+            self.options.min_tokens,
+            self.options.max_tokens,
+        )
+        refined = self._split_oversized(cuts, units, counter)  # the program sums unit counts; the text decides
+        return refined if refined == cuts else self._fill(refined, units, counter)
+
+
+#: What `size_prior_groups` charges a chunk under `min_tokens` (the bounds' rule, not a preference).
+UNDERSIZE_COST = 10.0
+
+
+def size_prior_groups(
+    scores: np.ndarray,
+    threshold: float,
+    counts: Sequence[int],
+    target: float,
+    weight: float,
+    min_tokens: int,
+    max_tokens: int,
+) -> list[_Group]:
+    """The split of units (token `counts`) into runs that maximises the breaks' standardised scores,
+    sum of (scores[i] - threshold) / std(scores) over the breaks taken, less `weight` x ((L - target) /
+    target)^2 for each run of L tokens and UNDERSIZE_COST for a run under `min_tokens`; no run over
+    `max_tokens` (summed counts) unless it is one unit. With a weight of 0 it takes exactly the breaks
+    over the threshold (a run under `min_tokens` aside). Rewards are rounded, and a tie keeps the shorter
+    last run, so the same scores give the same split."""
+    n = len(counts)
+    spread = float(np.std(scores)) or 1.0
+    reward = np.round((np.asarray(scores, dtype=np.float64) - threshold) / spread, 6)
+    prefix = np.concatenate([[0], np.cumsum(counts)])
+    target = max(float(target), 1.0)
+    best = np.full(n + 1, -np.inf)
+    best[0] = 0.0
+    start_of = np.zeros(n + 1, dtype=int)
+    for b in range(1, n + 1):  # best[b]: the best split of units 0..b-1
+        a = b - 1
+        while a >= 0:
+            tokens = int(prefix[b] - prefix[a])
+            if tokens > max_tokens and a < b - 1:
+                break
+            cost = weight * ((tokens - target) / target) ** 2 + (UNDERSIZE_COST if tokens < min_tokens else 0.0)
+            gain = best[a] + (reward[a - 1] if a > 0 else 0.0) - cost
+            gain = round(float(gain), 6)
+            if gain > best[b]:
+                best[b], start_of[b] = gain, a
+            a -= 1
+    runs: list[tuple[int, int]] = []
+    b = n
+    while b > 0:
+        runs.append((int(start_of[b]), b - 1))
+        b = int(start_of[b])
+    runs.reverse()
+    groups = [_Group(a, z, "breakpoint" if reward[z] > 0 else "size") for a, z in runs[:-1]]
+    groups.append(_Group(runs[-1][0], runs[-1][1], "end_of_document"))
+    return groups
 
 
 def local_contrast(distances: np.ndarray, window: int) -> np.ndarray:

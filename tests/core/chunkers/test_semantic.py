@@ -24,6 +24,7 @@ from streams.core.chunkers.semantic import (
     _Group,
     _RangeCounter,
     local_contrast,
+    size_prior_groups,
 )
 from streams.core.document import assemble
 from streams.core.embedding import Embedder
@@ -593,3 +594,76 @@ def test_local_contrast_takes_the_mean_of_the_neighbours_only() -> None:
     got = local_contrast(np.array([0.1, 0.5, 0.1, 0.1]), 1)
     assert got.tolist() == [-0.4, 0.4, -0.2, 0.0]  # each less the mean of its neighbours, rounded
     assert local_contrast(np.array([0.4]), 3).tolist() == [0.4]  # no neighbours: the distance itself
+
+
+# --- size prior ---------------------------------------------------------------------------------
+
+
+def test_without_a_size_weight_the_program_keeps_the_thresholds_breaks() -> None:
+    """Weight 0 and bounds that every run meets: exactly the breaks whose score is over the threshold."""
+    scores = np.array([0.1, 0.9, 0.2, 0.8, 0.1, 0.1, 0.7])
+    counts = [10] * 8
+    groups = size_prior_groups(scores, 0.5, counts, 20.0, 0.0, 0, 1000)
+    assert [(g.first, g.last) for g in groups] == [(0, 1), (2, 3), (4, 6), (7, 7)]
+    assert [g.reason for g in groups] == ["breakpoint", "breakpoint", "breakpoint", "end_of_document"]
+
+
+def test_a_size_weight_evens_the_runs_about_the_target() -> None:
+    """Twelve units of 10 tokens with the threshold's breaks after unit 0 and unit 9 (runs of 10, 90 and 20
+    tokens): weighed against a target of 40, the program gives up the break that makes a crumb (after unit 0),
+    keeps the one after unit 9, and cuts the long run where no break was (runs of 50, 50 and 20); a strong
+    break still stands."""
+    counts = [10] * 12
+    weak = np.full(11, 0.0)
+    weak[[0, 9]] = 0.2
+    assert [(g.first, g.last) for g in size_prior_groups(weak, 0.1, counts, 40.0, 0.0, 0, 1000)] == [
+        (0, 0),
+        (1, 9),
+        (10, 11),
+    ]
+    groups = size_prior_groups(weak, 0.1, counts, 40.0, 5.0, 0, 1000)
+    assert [(g.first, g.last) for g in groups] == [(0, 4), (5, 9), (10, 11)]
+    assert [g.reason for g in groups] == ["size", "breakpoint", "end_of_document"]
+    strong = weak.copy()
+    strong[5] = 50.0  # standardised, far over any size cost
+    assert any(g.last == 5 for g in size_prior_groups(strong, 0.1, counts, 40.0, 5.0, 0, 1000))
+
+
+def test_the_program_keeps_the_bounds() -> None:
+    """No run over max_tokens, none under min_tokens where a split without one exists, whatever the weight."""
+    rng = np.random.default_rng(7)
+    counts = [int(c) for c in rng.integers(5, 60, size=80)]
+    scores = np.round(rng.random(79), 4)
+    for weight in (0.0, 1.0, 4.0):
+        groups = size_prior_groups(scores, 0.6, counts, 150.0, weight, 100, 400)
+        sizes = [sum(counts[g.first : g.last + 1]) for g in groups]
+        assert [g.first for g in groups] == [0, *[g.last + 1 for g in groups[:-1]]] and groups[-1].last == 79
+        assert max(sizes) <= 400 and min(sizes) >= 100, (weight, sizes)
+        assert groups == size_prior_groups(scores, 0.6, counts, 150.0, weight, 100, 400)  # deterministic
+
+
+def test_semantic_with_a_size_weight_evens_chunks_only_without_blank_lines(
+    embedder: Embedder, topics_doc: AssembledDocument
+) -> None:
+    """Through the chunker, on the topics run together four times as one paragraph: the bounds hold, the stream
+    is covered in order, and the sizes spread less about their mean than the threshold's alone. With blank
+    lines in the text the threshold's breaks stand."""
+    paragraph = " ".join(topics_doc.text.split())
+    flat = make_doc([" ".join([paragraph] * 4)], doc_id="flat")
+    count = get_tokenizer().count
+
+    def chunk(doc: AssembledDocument, weight: float) -> list:
+        return SemanticChunker(get_tokenizer(), embedder=embedder, size_weight=weight).chunk(doc)
+
+    def spread(drafts: list) -> float:
+        sizes = np.array([count(d.text) for d in drafts], dtype=float)
+        return float(np.abs(sizes - sizes.mean()).mean())
+
+    plain, weighed = chunk(flat, 0.0), chunk(flat, 4.0)
+    assert_exact_ranges(flat, weighed)
+    assert all(100 <= count(d.text) <= 400 for d in weighed)
+    assert spread(weighed) < spread(plain), ([count(d.text) for d in plain], [count(d.text) for d in weighed])
+    assert "\n\n" in topics_doc.text
+    assert [(d.char_start, d.char_end) for d in chunk(topics_doc, 4.0)] == [
+        (d.char_start, d.char_end) for d in chunk(topics_doc, 0.0)
+    ]
