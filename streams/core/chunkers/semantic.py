@@ -350,10 +350,10 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         gradient = _round(np.gradient(distances)) if len(distances) > 1 else distances
         return gradient, float(np.percentile(gradient, amount))
 
-    def scores(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[np.ndarray, float] | None:
-        """(scores, threshold) of the breaks between neighbouring units: a break after unit i when
-        scores[i] > threshold. None when there are too few units to tell."""
-        ends = paragraph_ends(text, units)
+    def scores(self, vectors: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, float] | None:
+        """(scores, threshold) of the breaks between neighbouring units, given where paragraphs end
+        (`paragraph_ends`): a break after unit i when scores[i] > threshold. None when there are too few
+        units to tell."""
         distances = self.distances(vectors, ends)
         if len(distances) < 2:
             return None
@@ -363,7 +363,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         return scores, round(threshold, ROUND)
 
     def group(self, vectors: np.ndarray, units: Sequence[Span], text: str) -> tuple[list[_Group], float]:
-        scored = self.scores(vectors, units, text)
+        scored = self.scores(vectors, paragraph_ends(text, units))
         if scored is None:
             return [_Group(0, len(units) - 1, "end_of_document")], 0.0
         scores, threshold = scored
@@ -385,10 +385,10 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         lines are, the threshold's breaks follow the paragraphs and moving them cost recall (docs/benchmarks.md,
         a size prior for `semantic`)."""
         weight = self.options.size_weight
-        text = counter.text
-        if not weight or len(groups) < 2 or paragraph_ends(text, units).any():
+        if not weight or len(groups) < 2:
             return groups
-        scored = self.scores(vectors, units, text)
+        ends = paragraph_ends(counter.text, units)
+        scored = None if ends.any() else self.scores(vectors, ends)
         if scored is None:
             return groups
         counts = [counter(s, e) for s, e in units]
