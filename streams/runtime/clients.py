@@ -21,6 +21,7 @@ T = TypeVar("T")
 
 KAFKA_LOG = logging.getLogger("streams.kafka")
 KAFKA_LOG.addHandler(logging.NullHandler())  # silent unless the process configured logging (workers, tests)
+log = logging.getLogger(__name__)  # no handler of its own: a warning reaches stderr even before faust sets logging up
 
 #: What `client_id` writes, read back by the group janitor.
 CLIENT_ID_PATTERN = re.compile(r"^streams\.(?P<role>[A-Za-z0-9_-]+)\.p(?P<pid>\d+)\.(?P<host>[A-Za-z0-9._-]+)$")
@@ -164,7 +165,7 @@ def check_document_topic(settings: Settings, timeout: float = 20.0) -> None:
         entry = described.result(timeout).get("max.message.bytes")
         limit = int(entry.value) if entry is not None and entry.value is not None else None
     except Exception as exc:  # no configs to read: the check cannot be made here
-        KAFKA_LOG.warning("max.message.bytes of %s not checked: %s", topic, exc)
+        log.warning("max.message.bytes of %s not checked: %r", topic, exc)
         return
     if limit is None:
         return
