@@ -1,6 +1,6 @@
 """Shared by the fault-injection tests: deterministic documents, the chunks a clean run produces (computed
-in-process, no bus), reading back what the stores hold, and a gap forced on purpose for the audit to find
-and `--repair` to close."""
+in-process, no bus), reading back what the stores hold, a gap forced on purpose for the audit to find
+and `--repair` to close, and the assembler group's members."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ import json
 import random
 import time
 
+from confluent_kafka.admin import AdminClient
+
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
 from streams.ops.pipeline import LocalPipeline
+from streams.runtime.clients import client_config, group_id
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.conftest import make_pages, strategy_chunker
 
+GROUP = group_id("assembler")
 WORDS = ["tide", "harbour", "ledger", "sensor", "bridge", "clause", "invoice", "granite", "orchard", "lantern"]
 
 
@@ -139,3 +143,31 @@ def audit_names_the_gaps_and_repair_closes_them(
         time.sleep(2)
     assert not any(json.loads(last.stdout)["gaps"].values())
     return lost
+
+
+def members(settings: Settings) -> dict[str, set[tuple[str, int]]]:
+    """client id -> (topic, partition) of pages.cleaned it owns, per member of the assembler group."""
+    admin = AdminClient(client_config(settings))
+    description = admin.describe_consumer_groups([GROUP], request_timeout=5)[GROUP].result()
+    return {
+        m.client_id: {
+            (tp.topic, tp.partition) for tp in m.assignment.topic_partitions if tp.topic == settings.topics.pages
+        }
+        for m in description.members
+    }
+
+
+def wait_split(settings: Settings, replicas: int, timeout: float) -> dict[str, set[tuple[str, int]]]:
+    """Until `replicas` members each own at least one page partition and together own them all."""
+    deadline = time.monotonic() + timeout
+    seen: dict[str, set[tuple[str, int]]] = {}
+    while time.monotonic() < deadline:
+        try:
+            seen = members(settings)
+        except Exception:  # the group is between generations
+            seen = {}
+        owned = [tp for tps in seen.values() for tp in tps]
+        if len(seen) == replicas and all(seen.values()) and len(set(owned)) == settings.partitions:
+            return seen
+        time.sleep(0.5)
+    raise AssertionError(f"the assembler group did not settle on {replicas} members: {seen}")

@@ -13,47 +13,15 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.runtime.clients import client_config
 from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
-from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
+from tests.reliability.clean_run import GROUP, documents, expected_chunks, stored_chunks, wait_split
 
 pytestmark = pytest.mark.integration
-
-GROUP = "streams-assembler"
-
-
-def members(settings: Settings) -> dict[str, set[tuple[str, int]]]:
-    """client id -> (topic, partition) of pages.cleaned it owns, per member of the assembler group."""
-    admin = AdminClient(client_config(settings))
-    description = admin.describe_consumer_groups([GROUP], request_timeout=5)[GROUP].result()
-    return {
-        m.client_id: {
-            (tp.topic, tp.partition) for tp in m.assignment.topic_partitions if tp.topic == settings.topics.pages
-        }
-        for m in description.members
-    }
-
-
-def wait_split(settings: Settings, replicas: int, timeout: float) -> dict[str, set[tuple[str, int]]]:
-    """Until `replicas` members each own at least one page partition and together own them all."""
-    deadline = time.monotonic() + timeout
-    seen: dict[str, set[tuple[str, int]]] = {}
-    while time.monotonic() < deadline:
-        try:
-            seen = members(settings)
-        except Exception:  # the group is between generations
-            seen = {}
-        owned = [tp for tps in seen.values() for tp in tps]
-        if len(seen) == replicas and all(seen.values()) and len(set(owned)) == settings.partitions:
-            return seen
-        time.sleep(0.5)
-    raise AssertionError(f"the assembler group did not settle on {replicas} members: {seen}")
 
 
 def owned(split: dict[str, set[tuple[str, int]]]) -> list[list[int]]:

@@ -27,6 +27,7 @@ from streams.runtime.clients import group_id
 from streams.settings import Settings
 from tests.conftest import make_pages
 from tests.integration.conftest import pipeline_settings
+from tests.reliability.clean_run import wait_split
 
 pytestmark = pytest.mark.integration
 
@@ -48,23 +49,6 @@ def max_message_bytes(address: str, topic: str, value: str | None = None) -> str
         if value is None or now == value or time.monotonic() > deadline:
             return now
         time.sleep(0.2)
-
-
-def wait_for_a_member(pipeline: LocalPipeline, group: str, timeout: float = 120.0) -> None:
-    """Until `group` has a member: the worker has passed its start-up checks (the assembler reads the document
-    topic's max.message.bytes before it joins) and is consuming."""
-    admin = AdminClient({"bootstrap.servers": pipeline.settings.broker})
-    deadline = time.monotonic() + timeout
-    while True:
-        pipeline.check_workers()
-        (future,) = admin.describe_consumer_groups([group]).values()
-        try:
-            if future.result(10).members:
-                return
-        except Exception:  # the group is not known yet
-            pass
-        assert time.monotonic() < deadline, f"no member joined {group}"
-        time.sleep(0.5)
 
 
 def changelog(address: str, partitions: int) -> list[tuple[bytes, bytes | None]]:
@@ -100,7 +84,7 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
         live = pipeline.settings
         collector = Collector(live, watch_documents=True)
         try:
-            wait_for_a_member(pipeline, group_id("assembler"))  # it checked the topic's limit before joining
+            wait_split(live, 1, timeout=120)  # the assembler joined: it read the topic's limit before it did
             limit = max_message_bytes(live.broker, live.topics.documents)
             assert max_message_bytes(live.broker, live.topics.documents, "200") == "200"  # the document is larger
             publish_pages(live, pages)
