@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 Span = tuple[int, int]
 Splitter = Callable[[str, int, int], list[Span]]
@@ -51,6 +51,16 @@ WIKI_HEADING = re.compile(r"^[ \t]*(?P<marks>(?:=[ \t]*)+)(?P<title>[^=\s].*?)[ 
 INLINE_WIKI_HEADING = re.compile(
     r"(?<!\S)(?P<marks>=(?:[ \t]?=){0,5})[ \t]+(?P<title>[^=.!?\n]{1,100}?)[ \t]+(?P=marks)(?=\s|$)"
 )
+# Markdown's `## TITLE` inside a line: Markdown whose line breaks were collapsed. Nothing closes the title,
+# so only a run of capitalised words (no lowercase letter, up to twelve) is taken for one: a mixed-case
+# title cannot be told from the sentence after it.
+INLINE_MD_HEADING = re.compile(
+    r"(?<!\S)(?P<marks>#{1,6})[ \t]+"
+    r"(?P<title>[^\sa-z#]*[A-Z][^\sa-z#]*(?:[ \t]+[^\sa-z#]*[A-Z0-9][^\sa-z#]*){0,11})(?=\s|$)"
+)
+#: A line longer than this that opens with heading marks is a document whose line breaks were collapsed,
+#: not a heading: its own title would be the whole text, and the headings inside it are found inline.
+MAX_HEADING_LINE = 300
 #: What a one-mark inline heading must follow (after spaces): a sentence's end or another heading's marks,
 #: so `a = b = c` in running text is no heading.
 _HEADING_AFTER = frozenset(".!?\"')]=\n")
@@ -387,7 +397,11 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
     A title over the whole document is the same for every chunk of it, so it tells a chunk from no
     other chunk in the document and only dilutes each vector; the titles of articles in a collection,
     and of sections, are what tell chunks apart (docs/benchmarks.md, Retrieval quality)."""
-    found = [(m.start(), *h) for m in _ANY_LINE.finditer(text) if (h := markup_heading(m.group(0)))]
+    found = [
+        (m.start(), *h)
+        for m in _ANY_LINE.finditer(text)
+        if len(m.group(0)) <= MAX_HEADING_LINE and (h := markup_heading(m.group(0)))
+    ]
     found = sorted(found + inline_headings(text, found))
     ends = [len(text)] * len(found)
     chains: list[list[int]] = []  # per heading: the indices of the sections open there, outermost first
@@ -404,22 +418,26 @@ def heading_paths(text: str, share: float = 0.8) -> list[tuple[int, tuple[str, .
 
 
 def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> list[tuple[int, int, str]]:
-    """(offset, level, title) of MediaWiki headings inside a line (INLINE_WIKI_HEADING), leaving out those
-    on a line that is a heading itself (`lines`, as heading_paths finds them).
+    """(offset, level, title) of headings inside a line, MediaWiki's (INLINE_WIKI_HEADING) and Markdown's
+    (INLINE_MD_HEADING), leaving out those on a line that is a heading itself (`lines`, as heading_paths
+    finds them).
 
-    Why: with its line breaks collapsed, a collection of wiki articles loses the titles that tell one
-    article's chunks from another's, and retrieval falls to what a splitter without them gets
-    (docs/benchmarks.md, Inline headings)."""
-    if "=" not in text:
+    Why: with its line breaks collapsed, a collection of wiki articles, or a contract converted to
+    Markdown, loses the titles that tell one section's chunks from another's, and retrieval falls to what
+    a splitter without them gets (docs/benchmarks.md, Inline headings)."""
+    if "=" not in text and "#" not in text:
         return []
     # The heading lines' spans, to leave out a match on one (bisected: a long line may hold many matches).
     spans = sorted((offset, end if (end := text.find("\n", offset)) >= 0 else len(text)) for offset, _, _ in lines)
     found = []
-    for m in INLINE_WIKI_HEADING.finditer(text):
-        heading = markup_heading(m.group(0))  # the marks and title a heading line would have
-        if heading is None:
-            continue
-        level, title = heading
+    for m in _inline_marks(text):
+        if m.re is INLINE_WIKI_HEADING:
+            heading = markup_heading(m.group(0))  # the marks and title a heading line would have
+            if heading is None:
+                continue
+            level, title = heading
+        else:
+            level, title = len(m["marks"]), m["title"]
         k = bisect_right(spans, (m.start(), len(text))) - 1
         if k >= 0 and spans[k][0] <= m.start() < spans[k][1]:
             continue
@@ -430,7 +448,15 @@ def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> li
             if i >= 0 and text[i] not in _HEADING_AFTER:
                 continue
         found.append((m.start(), level, title))
-    return found
+    return sorted(found)
+
+
+def _inline_marks(text: str) -> Iterator[re.Match[str]]:
+    """The candidate inline headings of both markups (each pattern only where its mark occurs at all)."""
+    if "=" in text:
+        yield from INLINE_WIKI_HEADING.finditer(text)
+    if "#" in text:
+        yield from INLINE_MD_HEADING.finditer(text)
 
 
 def path_at(paths: Sequence[tuple[int, tuple[str, ...]]], position: int) -> tuple[str, ...]:

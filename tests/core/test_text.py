@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from streams.core.text import (
+    MAX_HEADING_LINE,
     block_sentence_spans,
     caseless,
     collapse_whitespace,
@@ -440,6 +441,14 @@ def test_heading_paths_open_and_close_sections_by_level() -> None:
         ("Then. == ... == next", []),  # no letter or digit
         ("Then. == Open but never closed", []),
         ("Then. == Mismatched === next", []),
+        # Markdown's marks inside a line: the title is the run of words without a lowercase letter
+        ("Dated 08/01/2005 ## SCOPE OF WORK C.1 The contractor", [(17, 2, "SCOPE OF WORK C.1")]),
+        ("Signed. # PART II Terms apply.", [(8, 1, "PART II")]),
+        ("# NOTICE Read this.", [(0, 1, "NOTICE")]),
+        ("See item # A1 below.", []),  # one mark inside running text: a number sign, not a title
+        ("Done. ## Scope of work follows.", []),  # a mixed-case title has no end to find
+        ("Done. ## 2019 results", []),  # no capital letter
+        ("C# and F# ## NOTES here", [(10, 2, "NOTES")]),  # a mark glued to a word is no heading
     ],
 )
 def test_inline_headings_find_wiki_marks_inside_a_line(text: str, found: list[tuple[int, int, str]]) -> None:
@@ -462,6 +471,20 @@ def test_heading_paths_are_the_same_with_line_breaks_collapsed() -> None:
     )
     # a heading on its own line is found once, by its line
     assert heading_paths("Intro. == Notes == here.\n== Notes ==\nmore\n") == [(7, ("Notes",)), (25, ("Notes",))]
+
+
+def test_markdown_heading_paths_survive_collapsed_line_breaks() -> None:
+    """A contract converted to Markdown and pasted as one paragraph keeps the sections' paths, in capitals;
+    the line it became opens with `#` but is no heading line: its title would be the whole document."""
+    body = "The contractor shall keep the grounds clean and report damage within one working day."
+    lines = f"# SERVICES CONTRACT\n\n## SCOPE OF WORK\n\n{body}\n\n### C.1 GROUNDS\n\n{body}\n\n## PRICING\n\n{body}\n"
+    collapsed = " ".join(lines.split())
+    assert len(collapsed) > MAX_HEADING_LINE
+    expected = [(), ("SCOPE OF WORK",), ("SCOPE OF WORK", "C.1 GROUNDS"), ("PRICING",)]
+    assert [p for _, p in heading_paths(lines)] == [p for _, p in heading_paths(collapsed)] == expected
+    assert heading_paths(collapsed)[1][0] == collapsed.index("## SCOPE")
+    # the same line shorter than the limit is a heading line, as Markdown reads it, and nothing inside it counts
+    assert heading_paths("# TITLE ## PART A text") == [(0, ())]  # one heading, over the whole text
 
 
 def test_path_at_and_nearest_heading_read_the_last_one_at_or_before() -> None:

@@ -29,7 +29,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     over the similarity matrix row, computed against the member sum) reaches `threshold`."""
 
     name = "cluster"
-    version = "1.5.3"
+    version = "1.5.4"
     heading_context = True
     strategy_label = "similarity_cluster"
     merge_within_blocks = True

@@ -308,7 +308,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     """Breakpoints where the cosine distance between neighbouring sentences is unusually high."""
 
     name = "semantic"
-    version = "1.7.0"
+    version = "1.7.1"
     heading_context = True
     # A group under min_tokens joins the neighbour in its own paragraph before the more similar one:
     # small groups used to cross paragraphs, so a chunk ran a little past the passage it answered

@@ -534,6 +534,24 @@ def test_wikitext_articles_pasted_as_one_paragraph_keep_their_titles(embedder: E
         assert harbour_chunk.section_path == ("Alder Harbour", "Trade"), cls.name
 
 
+def test_a_markdown_contract_pasted_as_one_paragraph_keeps_its_section_titles(embedder: Embedder) -> None:
+    """A contract converted to Markdown and pasted as one paragraph opens with `#` (so its one line would be a
+    heading over the whole text) and keeps its capitalised `##` titles inline; each chunk of either embedding
+    strategy carries its section's title as it does with the lines kept."""
+    grounds = " ".join(f"The contractor shall mow the {n} lawns of the campus every week in summer." for n in range(10))
+    pricing = " ".join(f"Invoices for line item {n} are paid within thirty days of receipt." for n in range(10))
+    lines = f"# SERVICES CONTRACT\n\n## GROUNDS MAINTENANCE\n\n{grounds}\n\n## PAYMENT TERMS\n\n{pricing}\n"
+    text = " ".join(lines.split())
+    for cls in STRATEGIES:
+        drafts = cls(get_tokenizer(), min_tokens=20, max_tokens=80, embedder=embedder).chunk(make_doc([text]))
+        assert len(drafts) > 3
+        opens = {text.index("## GROUNDS"): ("GROUNDS MAINTENANCE",), text.index("## PAYMENT"): ("PAYMENT TERMS",)}
+        for d in drafts:  # the title over the whole text is left out (heading_paths' share), as with lines
+            expected = next((path for at, path in sorted(opens.items(), reverse=True) if d.char_start >= at), ())
+            assert d.section_path == expected, cls.name
+        assert {d.section_path for d in drafts} >= set(opens.values()), cls.name
+
+
 def test_a_heading_guessed_from_its_shape_is_no_part_of_a_path() -> None:
     text = "Quarterly Results\n\nRevenue rose by a tenth in the quarter.\n\n## Outlook\n\nDemand should hold."
     assert [p for _, p in heading_paths(text)] == [("Outlook",)]
