@@ -206,4 +206,7 @@ def test_lag_watch_refreshes_its_table_as_lag_changes(stack: Stack) -> None:
         _, stderr = watch.communicate(timeout=30)
         reader.join(10)
     assert "Traceback" not in stderr.decode(errors="replace"), stderr
-    assert totals() == sorted(totals()) and set(totals()) == {4, 14}, totals()
+    # A refresh may land between the two partitions' writes (a total between 4 and 14): lag only grows
+    # here, from 4 to 14, whatever the watch happened to catch on the way.
+    seen = totals()
+    assert seen == sorted(seen) and seen[0] == 4 and seen[-1] == 14 and set(seen) <= set(range(4, 15)), seen
