@@ -23,6 +23,8 @@ from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
 from tests.debian import ensure
 
+pytest_plugins = ["tests.interrupt"]  # SIGTERM tears fixtures down, as Ctrl-C does
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
