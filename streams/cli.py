@@ -276,13 +276,13 @@ def sink(
 @app.command()
 def delete(doc_id: Annotated[str, typer.Argument(help="Document to retire, every amendment.")]) -> None:
     """Publish a tombstone for a document on the versions topic: every strategy retires its chunks."""
-    from streams.ops.pipeline import producer
+    from streams.ops.pipeline import Refusals, producer
 
     settings = Settings()
     out_ = producer(settings)
-    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None)
-    if out_.flush(30):
-        raise CliError("the broker did not acknowledge the tombstone")
+    refusals = Refusals()
+    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None, on_delivery=refusals)
+    refusals.check(out_, "tombstone(s)")  # one clear line (main), not a tombstone reported as published
     err.print(f"tombstone for {doc_id!r} published on {settings.topics.versions}")
 
 

@@ -18,7 +18,7 @@ from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.runtime import metrics as m
-from streams.runtime.clients import client_id, group_id
+from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -83,7 +83,9 @@ def make_app(role: str, settings: Settings) -> faust.App:
         key_serializer="raw",
         value_serializer="raw",
         processing_guarantee=settings.processing_guarantee,
-        producer_max_request_size=settings.max_message_bytes,
+        # A dead letter carries a record of up to max_message_bytes and its reason; what goes to the other
+        # topics is held to max_message_bytes before it is sent (record_limit) or is far smaller (chunks).
+        producer_max_request_size=dead_letter_limit(settings),
         consumer_max_fetch_size=settings.max_message_bytes,
         producer_compression_type=None if settings.compression == "none" else settings.compression,
         producer_linger=settings.producer_linger_ms / 1000,
@@ -152,8 +154,11 @@ class DeadLetterWriter:
         )
 
 
-def assembler_app(settings: Settings) -> faust.App:
-    """Pages in, assembled documents out; state in two changelogged tables keyed by document version."""
+def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.App:
+    """Pages in, assembled documents out; state in two changelogged tables keyed by document version.
+    `topic_limit`: the document topic's max.message.bytes as the start-up check read it (None: unknown)."""
+    from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
     app = make_app("assembler", settings)
     codec = AvroCodec(settings.schema_registry_url)
     topics = settings.topics
@@ -177,6 +182,7 @@ def assembler_app(settings: Settings) -> faust.App:
     )
     versions = app.topic(topics.versions, key_type=bytes, value_type=bytes)
     gate: DeliveryGate = app.transport.delivery_gate
+    most = record_limit(settings, topic_limit)
     assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
 
     @app.on_partitions_assigned.connect
@@ -211,6 +217,16 @@ def assembler_app(settings: Settings) -> faust.App:
             if isinstance(outcome, Completed):
                 doc = outcome.document
                 payload = codec.encode("assembled_document", doc.model_dump(mode="json"), topics.documents)
+                # The producer's own bound on the record (its batch header included): a record over the limit
+                # would be refused on every retry, so the document is dead-lettered instead of sent.
+                size = DefaultRecordBatchBuilder.estimate_size_in_bytes(doc.doc_id.encode(), payload, [])
+                if size > most:
+                    reason = (
+                        f"the assembled document's record is {size} bytes, over the {most} bytes {topics.documents} "
+                        "takes (STREAMS_MAX_MESSAGE_BYTES, the topic's max.message.bytes)"
+                    )
+                    outcome = Dead("document_too_large", reason, doc.doc_id, outcome.pages)
+            if isinstance(outcome, Completed):
                 sent.append(await documents.send(key=doc.doc_id.encode(), value=payload))
                 m.RECORDS_OUT.labels("assembler", topics.documents).inc()
                 known = latest.get(doc.doc_id)
@@ -224,7 +240,7 @@ def assembler_app(settings: Settings) -> faust.App:
                         "completed_ms": doc.completed_ms,
                     }
                     sent.append(await versions.send(key=doc.doc_id.encode(), value=json.dumps(version).encode()))
-            elif isinstance(outcome, Dead):
+            if isinstance(outcome, Dead):
                 for raw in outcome.pages or [b""]:
                     sent.append(
                         await dead.send(

@@ -11,9 +11,10 @@ from streams.agents.app import assembler_app, chunker_app
 from streams.settings import Settings
 
 
-def build(role: str, settings: Settings) -> faust.App:
+def build(role: str, settings: Settings, topic_limit: int | None = None) -> faust.App:
+    """The role's app; `topic_limit` is the document topic's max.message.bytes (the assembler's records)."""
     if role == "assembler":
-        return assembler_app(settings)
+        return assembler_app(settings, topic_limit)
     if role.startswith("chunker:"):
         return chunker_app(role.split(":", 1)[1], settings)
     raise ValueError(f"unknown role {role!r}: use 'assembler' or 'chunker:<strategy>'")
@@ -30,15 +31,16 @@ def settle_heap() -> int:
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
+    topic_limit = None
     if role == "assembler":
         from streams.runtime.clients import check_document_topic
 
-        check_document_topic(settings)  # a topic that refuses a document it accepts: refuse to start
+        topic_limit = check_document_topic(settings)  # a topic that refuses a document it accepts: refuse to start
     if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
         # core in every process oversubscribes the machine (docs/benchmarks.md, The demo).
         settings = settings.model_copy(update={"embed_threads": 1})
-    app = build(role, settings)
+    app = build(role, settings, topic_limit)
     if settings.metrics_port:
         import threading
 

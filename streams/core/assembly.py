@@ -45,6 +45,7 @@ class BadInput(ValueError):
 @dataclass(frozen=True)
 class Completed:
     document: AssembledDocument
+    pages: list[bytes] = field(default_factory=list)  # its pages as they arrived: dead letters if it cannot be sent
 
 
 @dataclass(frozen=True)
@@ -338,7 +339,7 @@ class Assembler:
         self._put_header(key, done)
         if not any(_has_content(p.text) for p in pages):
             return Dead("empty_document", "every page is empty or has no letters or digits", header["doc_id"], raws)
-        return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms))
+        return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms), raws)
 
     def _evict_oldest(self, now_ms: int) -> list[Outcome]:
         """Dead-letter the oldest incomplete documents until the pending bytes are within the limit again.

@@ -33,7 +33,7 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
-from streams.runtime.clients import asked_again, client_config
+from streams.runtime.clients import asked_again, client_config, fetch_config
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
@@ -60,8 +60,7 @@ def _reader(settings: Settings) -> Consumer:
             **client_config(settings),
             "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
             "enable.auto.commit": False,
-            "fetch.max.bytes": settings.max_message_bytes,
-            "max.partition.fetch.bytes": settings.max_message_bytes,
+            **fetch_config(settings),
         }
     )
 

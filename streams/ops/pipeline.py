@@ -23,7 +23,7 @@ from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import client_config
+from streams.runtime.clients import client_config, fetch_config
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
 
@@ -51,23 +51,42 @@ def producer(settings: Settings) -> Producer:
     )
 
 
+class Refusals:
+    """A producer's delivery reports: flush() counts only what is still queued, and a record the broker
+    refused (over its size limit, say) is not queued any more, so without this it passed for delivered."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def __call__(self, error: object, _message: object) -> None:
+        if error is not None:
+            self.errors.append(str(error))
+
+    def check(self, out: Producer, what: str, timeout: float = 30.0) -> None:
+        """Flush; one clear error when any record was not acknowledged or was refused."""
+        remaining = out.flush(timeout)
+        if remaining:
+            raise ServiceError(f"{remaining} {what} were not acknowledged by the broker")
+        if self.errors:
+            raise ServiceError(f"the broker refused {len(self.errors)} {what}: {self.errors[0]}")
+
+
 def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:
     """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id."""
     out = producer(settings)
+    refusals = Refusals()
     sent = 0
     for event in events:
         if isinstance(event, PageEvent):
             key, value = event.doc_id.encode(), event.model_dump_json().encode()
         else:
             key, value = event
-        out.produce(settings.topics.pages, key=key, value=value)
+        out.produce(settings.topics.pages, key=key, value=value, on_delivery=refusals)
         out.poll(0)
         sent += 1
         if on_sent:
             on_sent(sent)
-    remaining = out.flush(30)
-    if remaining:
-        raise ServiceError(f"{remaining} page events were not acknowledged by the broker")
+    refusals.check(out, "page events")
     return sent
 
 
@@ -138,8 +157,7 @@ class Collector:
                     "group.id": f"streams-collector-{os.getpid()}-{time.monotonic_ns()}",
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
-                    "fetch.max.bytes": settings.max_message_bytes,
-                    "max.partition.fetch.bytes": settings.max_message_bytes,
+                    **fetch_config(settings),
                 }
             ),
             settings.broker_kind,

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
 from streams.polling import quiet_consumer
-from streams.runtime.clients import client_config
+from streams.runtime.clients import client_config, fetch_config
 from streams.settings import Settings
 
 
@@ -50,8 +50,7 @@ def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit:
                 "group.id": f"streams-tail-{os.getpid()}",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
-                "fetch.max.bytes": settings.max_message_bytes,
-                "max.partition.fetch.bytes": settings.max_message_bytes,
+                **fetch_config(settings),
             }
         ),
         settings.broker_kind,

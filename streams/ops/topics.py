@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.core.chunkers import STRATEGIES
-from streams.runtime.clients import client_config
+from streams.runtime.clients import client_config, dead_letter_limit
 from streams.settings import Settings
 
 LONG = {"retention.ms": "-1"}
@@ -39,7 +39,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.status, p, COMPACTED),
         TopicSpec(t.manifests, p, {**COMPACTED, **big}),
         TopicSpec(t.indexed, p, COMPACTED),
-        TopicSpec(t.dead_letter, p, {**LONG, **big}),
+        TopicSpec(t.dead_letter, p, {**LONG, "max.message.bytes": str(dead_letter_limit(settings))}),
     ]
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
         specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**changelog, **big}))

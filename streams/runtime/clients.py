@@ -47,6 +47,26 @@ def client_config(settings: Settings) -> dict[str, object]:
     return conf
 
 
+#: What a dead letter may add to the record it carries (its reason, stage, source and key): a page or a
+#: document at the record limit must still fit in its dead letter, or the bad input it carries would fail
+#: to send on every retry instead of being set aside.
+DEAD_LETTER_HEADROOM = 65_536
+
+
+def dead_letter_limit(settings: Settings) -> int:
+    """The largest record written to the dead-letter topic (and produced by a worker at all)."""
+    return settings.max_message_bytes + DEAD_LETTER_HEADROOM
+
+
+def fetch_config(settings: Settings) -> dict[str, object]:
+    """A consumer's fetch sizes: the largest record the service writes, a dead letter, fits in one fetch.
+    librdkafka also wants `message.max.bytes` (1,000,000 unless set, at least 1,000) no larger than
+    `fetch.max.bytes`, so with STREAMS_MAX_MESSAGE_BYTES below a megabyte a consumer without it refused to be
+    created."""
+    most = dead_letter_limit(settings)
+    return {"fetch.max.bytes": most, "max.partition.fetch.bytes": most, "message.max.bytes": most}
+
+
 def host_name() -> str:
     """This host's name as it appears in client ids."""
     return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()) or "localhost"
@@ -143,14 +163,15 @@ class TopicTooSmall(ConfigError):
     """A topic takes smaller records than a setting lets the service write to it: a bad setting."""
 
 
-def check_document_topic(settings: Settings, timeout: float = 20.0) -> None:
+def check_document_topic(settings: Settings, timeout: float = 20.0) -> int | None:
     """Before the assembler starts: the document topic must take a document of `max_document_bytes`. A topic
     that refuses one (its `max.message.bytes`, or the broker's `message.max.bytes` it inherits, is lower) fails
     the send after the document is complete; the document is then neither delivered nor dead-lettered, and
     the worker restarts into the same refusal. So the smaller limit is one clear line and a refusal to start.
+    Returns the topic's limit, which the assembler then holds each document's record to (`record_limit`).
 
     A broker that does not answer a topic's configs (noida-db has none), or a topic not created yet, leaves
-    the check to the clients: that is logged, not raised."""
+    the check to the clients: that is logged, not raised (None)."""
     from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
     if settings.max_message_bytes < settings.max_document_bytes:  # the producer itself would refuse it
@@ -166,9 +187,9 @@ def check_document_topic(settings: Settings, timeout: float = 20.0) -> None:
         limit = int(entry.value) if entry is not None and entry.value is not None else None
     except Exception as exc:  # no configs to read: the check cannot be made here
         log.warning("max.message.bytes of %s not checked: %r", topic, exc)
-        return
+        return None
     if limit is None:
-        return
+        return None
     wanted = settings.max_document_bytes
     if limit < wanted:
         raise TopicTooSmall(
@@ -176,3 +197,12 @@ def check_document_topic(settings: Settings, timeout: float = 20.0) -> None:
             f"{wanted} (STREAMS_MAX_DOCUMENT_BYTES): raise the topic's max.message.bytes to at least {wanted}, "
             f"or set STREAMS_MAX_DOCUMENT_BYTES to at most {limit} so larger documents are dead-lettered"
         )
+    return limit
+
+
+def record_limit(settings: Settings, topic_limit: int | None) -> int:
+    """The largest record the assembler can send to the document topic: the producer's own limit and the
+    topic's (when the broker told it). A document within `max_document_bytes` can still make a record past
+    the topic's limit by its envelope (page map, timestamps, the batch's header) when the two limits are
+    equal; such a document is dead-lettered, as the producer or the broker would refuse it every time."""
+    return min(settings.max_message_bytes, topic_limit) if topic_limit is not None else settings.max_message_bytes

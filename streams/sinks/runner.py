@@ -15,7 +15,7 @@ from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import client_config, client_id, committed_offsets, group_id
+from streams.runtime.clients import client_config, client_id, committed_offsets, fetch_config, group_id
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -62,8 +62,7 @@ class SinkRunner:
                     "session.timeout.ms": int(settings.session_timeout_s * 1000),
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
-                    "fetch.max.bytes": settings.max_message_bytes,
-                    "max.partition.fetch.bytes": settings.max_message_bytes,
+                    **fetch_config(settings),
                 }
             ),
             settings.broker_kind,
