@@ -156,7 +156,9 @@ class Settings(BaseSettings):
     commit_interval_s: float = Field(
         2.8, gt=0, le=60, description="seconds between a worker's offset commits (faust's default)"
     )
-    max_message_bytes: int = Field(52_428_800, ge=1, description="the largest record produced or fetched")
+    max_message_bytes: int = Field(
+        52_428_800, ge=1, description="the largest record produced or fetched (a dead letter may add 64 KiB)"
+    )
     session_timeout_s: float = Field(
         10.0,
         ge=1.0,
