@@ -1,4 +1,5 @@
-"""A pytest plugin: SIGTERM ends the run as Ctrl-C does, so fixtures still tear down.
+"""A pytest plugin: SIGTERM ends the run as Ctrl-C does, so fixtures still tear down; and SIGINT, when the
+run began with it ignored (a shell's background job), is handled again, so the processes tests start stop on it.
 
 Python's default SIGTERM kills the interpreter at once, without finalizers. The integration fixtures
 start services in sessions of their own (`streams up`, brokers, stores), which a signal to pytest's
@@ -21,5 +22,11 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if threading.current_thread() is threading.main_thread():  # signals are set on the main thread only
-        signal.signal(signal.SIGTERM, _interrupt)
+    if threading.current_thread() is not threading.main_thread():  # signals are set on the main thread only
+        return
+    signal.signal(signal.SIGTERM, _interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A shell starts a background job (`.ci/run &`) with SIGINT ignored, and an ignored signal stays ignored
+        # across exec: every process a test started then ignored the SIGINT that stops it as Ctrl-C would
+        # (`streams lag --watch` ran on until the test timed out). A handled signal resets to the default on exec.
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -77,3 +77,35 @@ def test_without_the_plugin_sigterm_leaves_the_service_running(tmp_path: Path) -
         assert alive(child)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+SIGINT_TEST = textwrap.dedent(
+    """
+    import signal, subprocess, sys, time
+
+    def test_a_child_stops_on_sigint():
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        time.sleep(2)  # the interpreter has set its signal handlers up
+        child.send_signal(signal.SIGINT)
+        assert child.wait(20) != 0  # stopped by the signal, not at the end of its sleep
+    """
+)
+
+
+def run_with_sigint_ignored(tmp: Path, *plugin: str) -> int:
+    """pytest on SIGINT_TEST as a shell's background job starts it, SIGINT ignored: its exit code."""
+    (tmp / "test_sigint.py").write_text(SIGINT_TEST)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "test_sigint.py"],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    ).returncode
+
+
+def test_processes_a_test_starts_stop_on_sigint_when_pytest_began_with_it_ignored(tmp_path: Path) -> None:
+    assert run_with_sigint_ignored(tmp_path, "-p", "tests.interrupt") == 0
+    assert run_with_sigint_ignored(tmp_path) == 1  # the control: the child ignores SIGINT and sleeps on
