@@ -279,9 +279,9 @@ def delete(doc_id: Annotated[str, typer.Argument(help="Document to retire, every
     from streams.ops.pipeline import Refusals, producer
 
     settings = Settings()
-    out_ = producer(settings)
     refusals = Refusals()
-    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None, on_delivery=refusals)
+    out_ = producer(settings, refusals)
+    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None)
     refusals.check(out_, "tombstone(s)")  # one clear line (main), not a tombstone reported as published
     err.print(f"tombstone for {doc_id!r} published on {settings.topics.versions}")
 

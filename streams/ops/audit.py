@@ -387,8 +387,18 @@ def repair(
     stores: list[ChunkSink],
     on_gap: Callable[[], None] | None = None,
 ) -> RepairReport:
+    from streams.ops.pipeline import Refusals
+
     codec = AvroCodec(settings.schema_registry_url)
-    out = Producer({**client_config(settings), "enable.idempotence": True, "compression.type": settings.compression})
+    refusals = Refusals()  # a repair record the broker refused is not a repair
+    out = Producer(
+        {
+            **client_config(settings),
+            "enable.idempotence": True,
+            "compression.type": settings.compression,
+            "on_delivery": refusals,
+        }
+    )
     done = RepairReport()
     by_name = {s.name: s for s in stores}
     mongo = next((s for s in stores if s.holds_tables), None)
@@ -415,9 +425,7 @@ def repair(
             published = publish(doc, chunker, amendment == ledger.latest_amendment(doc_id))
             _publish(settings, codec, out, doc, chunker, published)
             done.rechunked += 1
-    remaining = out.flush(60)
-    if remaining:
-        raise RuntimeError(f"{remaining} repair records were not acknowledged by the broker")
+    refusals.check(out, "repair records", timeout=60)
     return done
 
 

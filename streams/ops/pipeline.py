@@ -39,21 +39,10 @@ def child_env(settings: Settings, **overrides: str) -> dict[str, str]:
     return env
 
 
-def producer(settings: Settings) -> Producer:
-    return Producer(
-        {
-            **client_config(settings),
-            "message.max.bytes": settings.max_message_bytes,
-            "linger.ms": 5,
-            "compression.type": settings.compression,
-            "enable.idempotence": True,
-        }
-    )
-
-
 class Refusals:
-    """A producer's delivery reports: flush() counts only what is still queued, and a record the broker
-    refused (over its size limit, say) is not queued any more, so without this it passed for delivered."""
+    """A producer's delivery reports (its `on_delivery`): flush() counts only what is still queued, and a
+    record the broker refused (over its size limit, say) is not queued any more, so without this it passed
+    for delivered."""
 
     def __init__(self) -> None:
         self.errors: list[str] = []
@@ -71,17 +60,31 @@ class Refusals:
             raise ServiceError(f"the broker refused {len(self.errors)} {what}: {self.errors[0]}")
 
 
+def producer(settings: Settings, refusals: Refusals | None = None) -> Producer:
+    """The project's librdkafka producer; with `refusals`, every delivery report goes to it."""
+    conf: dict[str, object] = {
+        **client_config(settings),
+        "message.max.bytes": settings.max_message_bytes,
+        "linger.ms": 5,
+        "compression.type": settings.compression,
+        "enable.idempotence": True,
+    }
+    if refusals is not None:
+        conf["on_delivery"] = refusals
+    return Producer(conf)
+
+
 def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:
     """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id."""
-    out = producer(settings)
     refusals = Refusals()
+    out = producer(settings, refusals)
     sent = 0
     for event in events:
         if isinstance(event, PageEvent):
             key, value = event.doc_id.encode(), event.model_dump_json().encode()
         else:
             key, value = event
-        out.produce(settings.topics.pages, key=key, value=value, on_delivery=refusals)
+        out.produce(settings.topics.pages, key=key, value=value)
         out.poll(0)
         sent += 1
         if on_sent:
