@@ -387,18 +387,11 @@ def repair(
     stores: list[ChunkSink],
     on_gap: Callable[[], None] | None = None,
 ) -> RepairReport:
-    from streams.ops.pipeline import Refusals
+    from streams.ops.pipeline import Refusals, producer
 
     codec = AvroCodec(settings.schema_registry_url)
     refusals = Refusals()  # a repair record the broker refused is not a repair
-    out = Producer(
-        {
-            **client_config(settings),
-            "enable.idempotence": True,
-            "compression.type": settings.compression,
-            "on_delivery": refusals,
-        }
-    )
+    out = producer(settings, refusals)
     done = RepairReport()
     by_name = {s.name: s for s in stores}
     mongo = next((s for s in stores if s.holds_tables), None)

@@ -23,7 +23,7 @@ from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import client_config, fetch_config
+from streams.runtime.clients import DeliveryReports, client_config, fetch_config, producer
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
 
@@ -39,39 +39,12 @@ def child_env(settings: Settings, **overrides: str) -> dict[str, str]:
     return env
 
 
-class Refusals:
-    """A producer's delivery reports (its `on_delivery`): flush() counts only what is still queued, and a
-    record the broker refused (over its size limit, say) is not queued any more, so without this it passed
-    for delivered."""
-
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def __call__(self, error: object, _message: object) -> None:
-        if error is not None:
-            self.errors.append(str(error))
+class Refusals(DeliveryReports):
+    """Delivery reports that end a command: any record not acknowledged or refused is one clear error."""
 
     def check(self, out: Producer, what: str, timeout: float = 30.0) -> None:
-        """Flush; one clear error when any record was not acknowledged or was refused."""
-        remaining = out.flush(timeout)
-        if remaining:
-            raise ServiceError(f"{remaining} {what} were not acknowledged by the broker")
-        if self.errors:
-            raise ServiceError(f"the broker refused {len(self.errors)} {what}: {self.errors[0]}")
-
-
-def producer(settings: Settings, refusals: Refusals | None = None) -> Producer:
-    """The project's librdkafka producer; with `refusals`, every delivery report goes to it."""
-    conf: dict[str, object] = {
-        **client_config(settings),
-        "message.max.bytes": settings.max_message_bytes,
-        "linger.ms": 5,
-        "compression.type": settings.compression,
-        "enable.idempotence": True,
-    }
-    if refusals is not None:
-        conf["on_delivery"] = refusals
-    return Producer(conf)
+        if problem := self.problem(out, what, timeout):
+            raise ServiceError(problem)
 
 
 def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:

@@ -58,6 +58,46 @@ def dead_letter_limit(settings: Settings) -> int:
     return settings.max_message_bytes + DEAD_LETTER_HEADROOM
 
 
+class DeliveryReports:
+    """A producer's delivery reports (its `on_delivery`): flush() counts only what is still queued, and a
+    record the broker refused (over its size limit, say) is not queued any more, so without these it passed
+    for delivered."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def __call__(self, error: object, _message: object) -> None:
+        if error is not None:
+            self.errors.append(str(error))
+
+    def problem(self, out: Any, what: str, timeout: float = 30.0) -> str | None:
+        """Flush; what went wrong with the records produced since the last call, in one line, or None."""
+        remaining = out.flush(timeout)
+        errors, self.errors = self.errors, []
+        if remaining:
+            return f"{remaining} {what} were not acknowledged by the broker"
+        if errors:
+            return f"the broker refused {len(errors)} {what}: {errors[0]}"
+        return None
+
+
+def producer(settings: Settings, reports: DeliveryReports | None = None, max_bytes: int | None = None) -> Any:
+    """The project's librdkafka producer (idempotent, compressed as configured); with `reports`, every
+    delivery report goes to it. `max_bytes` raises the record limit (a dead letter's)."""
+    from confluent_kafka import Producer
+
+    conf: dict[str, object] = {
+        **client_config(settings),
+        "message.max.bytes": max_bytes or settings.max_message_bytes,
+        "linger.ms": 5,
+        "compression.type": settings.compression,
+        "enable.idempotence": True,
+    }
+    if reports is not None:
+        conf["on_delivery"] = reports
+    return Producer(conf)
+
+
 def fetch_config(settings: Settings) -> dict[str, object]:
     """A consumer's fetch sizes: the largest record the service writes, a dead letter, fits in one fetch.
     librdkafka also wants `message.max.bytes` (1,000,000 unless set, at least 1,000) no larger than

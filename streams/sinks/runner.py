@@ -9,13 +9,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import client_config, client_id, committed_offsets, fetch_config, group_id
+from streams.runtime.clients import (
+    DeliveryReports,
+    client_config,
+    client_id,
+    committed_offsets,
+    dead_letter_limit,
+    fetch_config,
+    group_id,
+    producer,
+)
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -72,7 +81,10 @@ class SinkRunner:
             self._assign_all(topics)
         else:
             self.consumer.subscribe(topics)
-        self.dead = Producer({**client_config(settings), "compression.type": settings.compression})
+        # Dead letters and `documents.indexed` events; a record it did not deliver is sent again, never
+        # counted as sent (flush() alone counts a refused record as gone, so as delivered).
+        self.reports = DeliveryReports()
+        self.out = producer(settings, self.reports, max_bytes=dead_letter_limit(settings))
 
     def _assign_all(self, topics: list[str]) -> None:
         """One replica owns every partition and commits under the group id, without group membership.
@@ -90,9 +102,10 @@ class SinkRunner:
             ]
         )
 
-    def _decode(self, messages: list) -> tuple[list[ChunkRecord], list[ChunkStatus]]:
+    def _decode(self, messages: list) -> tuple[list[ChunkRecord], list[ChunkStatus], list[DeadLetter]]:
         records: list[ChunkRecord] = []
         statuses: list[ChunkStatus] = []
+        dead: list[DeadLetter] = []
         for message in messages:
             value = message.value()
             if value is None:
@@ -106,11 +119,11 @@ class SinkRunner:
                 else:
                     statuses.append(ChunkStatus(**self.codec.decode("chunk_status", value)))
             except (AvroDecodeError, ValueError) as exc:
-                self._dead_letter(message, str(exc))
-        return records, statuses
+                dead.append(self._dead_letter(message, str(exc)))
+        return records, statuses, dead
 
-    def _dead_letter(self, message, reason: str) -> None:
-        letter = DeadLetter(
+    def _dead_letter(self, message, reason: str) -> DeadLetter:
+        return DeadLetter(
             reason_code="invalid_record",
             reason=reason,
             stage=f"sink:{self.sink.name}",
@@ -121,10 +134,34 @@ class SinkRunner:
             value=message.value(),
             timestamp_ms=int(time.time() * 1000),
         )
+
+    def _send_dead(self, letters: list[DeadLetter], stop: threading.Event) -> bool:
+        """Dead letters acknowledged before the batch's offsets are committed: one the broker refused (a
+        dead-letter topic made with a smaller limit, say) is sent again with backoff, as a batch the store
+        refuses is written again, so a bad record is never committed past without its dead letter."""
         topic = self.settings.topics.dead_letter
-        self.dead.produce(topic, key=message.key(), value=self.codec.encode("dead_letter", letter.model_dump(), topic))
-        self.dead.flush(10)
-        self.progress.dead += 1
+        records = [(letter.key, self.codec.encode("dead_letter", letter.model_dump(), topic)) for letter in letters]
+        backoff = 0.5
+        while not stop.is_set():
+            problem = self._deliver(topic, records, "dead letters", timeout=10)
+            if problem is None:
+                self.progress.dead += len(letters)
+                return True
+            self.progress.retries += 1
+            log.warning("sink %s: %s; retrying in %.1fs", self.sink.name, problem, backoff)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, self.max_backoff_s)
+        return False
+
+    def _deliver(self, topic: str, records: list[tuple[bytes | None, bytes]], what: str, timeout: float) -> str | None:
+        """Produce and flush; what went wrong in one line (refused, unacknowledged, or not even queued)."""
+        try:
+            for key, value in records:
+                self.out.produce(topic, key=key, value=value)
+        except (BufferError, KafkaException) as exc:
+            self.reports.problem(self.out, what, timeout)  # what was queued goes out; it is sent again anyway
+            return f"{what} not queued: {exc}"
+        return self.reports.problem(self.out, what, timeout)
 
     def _write(self, records: list[ChunkRecord], statuses: list[ChunkStatus], stop: threading.Event) -> bool:
         backoff = 0.5
@@ -151,15 +188,14 @@ class SinkRunner:
             log.warning("sink %s: ledger check failed (%s)", self.sink.name, mask_url(str(exc)))
             return
         topic = self.settings.topics.indexed
+        records = [(e.key.encode(), self.codec.encode("document_indexed", e.model_dump(), topic)) for e in events]
+        # Not delivered (still queued, or refused): the manifests stay pending, the timer sends their events
+        # again, and commits stop below them.
+        if events and (problem := self._deliver(topic, records, "indexed events", timeout=30)):
+            log.warning("sink %s: %s; rechecking later", self.sink.name, problem)
+            return
         for event in events:
-            value = self.codec.encode("document_indexed", event.model_dump(), topic)
-            self.dead.produce(topic, key=event.key.encode(), value=value)
             metrics.INDEXED.labels(self.sink.name, event.outcome).inc()
-        if events:
-            remaining = self.dead.flush(30)
-            if remaining:  # pending still: the timer sends them again, and commits stop below them
-                log.warning("sink %s: %d indexed events unacknowledged; rechecking later", self.sink.name, remaining)
-                return
         self.tracker.done(events)
         self.progress.indexed += len(events)
         metrics.LEDGER_PENDING.labels(self.sink.name).set(len(self.tracker.pending))
@@ -214,7 +250,9 @@ class SinkRunner:
             return self._handle(messages, stop)
 
     def _handle(self, messages: list, stop: threading.Event) -> int:
-        records, statuses = self._decode(messages)
+        records, statuses, dead = self._decode(messages)
+        if dead and not self._send_dead(dead, stop):
+            return 0
         if not self._write(records, statuses, stop):
             return 0
         manifests = self.settings.topics.manifests
@@ -248,5 +286,5 @@ class SinkRunner:
 
     def close(self) -> None:
         self.consumer.close()
-        self.dead.flush(5)
+        self.out.flush(5)
         self.sink.close()

@@ -217,3 +217,113 @@ def test_a_page_the_broker_refuses_fails_the_publish_in_one_line(tmp_path, bus: 
         # its own default message.max.bytes (1,000,000), so the collector, `tail`, the audit and the sinks
         # could not start with STREAMS_MAX_MESSAGE_BYTES under a megabyte.
         Collector(settings).close()
+
+
+def test_a_sink_commits_past_no_record_whose_dead_letter_or_indexed_event_the_broker_refused(
+    tmp_path, bus: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A sink's producer flush() counts a refused record as gone, so as delivered: a bad record was committed
+    past with its dead letter refused (lost, silently), and a document whose `documents.indexed` event was
+    refused was marked reported. Here the dead-letter and indexed topics are made with limits below those
+    records, as topics made before may be: nothing is committed past until the broker takes them."""
+    import logging
+    import threading
+
+    from streams.codec.avro import AvroCodec
+    from streams.core.events import DeadLetter, DocumentIndexed
+    from streams.core.records import manifest_for
+    from streams.ops.audit import read_topic
+    from streams.ops.embedded import broker
+    from streams.ops.topics import ensure_topics
+    from streams.runtime.clients import client_config, dead_letter_limit, producer
+    from streams.sinks.lance_target import LanceTarget
+    from streams.sinks.runner import SinkRunner
+    from streams.sinks.vectors import VectorSink
+    from tests.conftest import HashEmbedder
+
+    if bus != "kafka":
+        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+    caplog.set_level(logging.WARNING, logger="streams.sinks")
+    garbage = b"\x00 not an avro chunk record " * 200
+    doc = assemble(make_pages("sunk-doc", ["harbour ledger " * 40 + ".", "granite lantern " * 40 + "."]))
+    chunker = get_chunker("window")
+    records = build_records(doc, chunker, chunker.chunk(doc))
+    manifest = manifest_for(records)
+
+    def until(condition, what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.2)
+
+    def warned(text: str) -> bool:
+        return any(text in r.getMessage() for r in caplog.records)
+
+    with broker(tmp_path) as server:
+        settings = Settings(
+            broker=server.address, data_dir=tmp_path, partitions=1, sink_assignment="manual", compression="none"
+        )
+        topics = settings.topics
+        ensure_topics(settings)
+        max_message_bytes(server.address, topics.dead_letter, "2000")
+        max_message_bytes(server.address, topics.indexed, "64")
+        codec = AvroCodec(settings.schema_registry_url)
+        out = producer(settings)
+        out.produce(topics.chunks, key=b"bad", value=garbage)
+        for record in records:
+            value = codec.encode("chunk_record", record.model_dump(), topics.chunks)
+            out.produce(topics.chunks, key=record.chunk_id.encode(), value=value)
+        out.produce(
+            topics.manifests,
+            key=manifest.key.encode(),
+            value=codec.encode("document_manifest", manifest.model_dump(), topics.manifests),
+        )
+        assert out.flush(30) == 0
+        target = LanceTarget(tmp_path / "lance")
+        sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder())
+        runner = SinkRunner(settings, sink, recheck_s=0.3, max_backoff_s=1.0)
+        reader = Consumer({**client_config(settings), "group.id": runner.group, "enable.auto.commit": False})
+
+        def committed(topic: str) -> int:
+            [tp] = reader.committed([TopicPartition(topic, 0)], timeout=10)
+            return tp.offset
+
+        def letters() -> list[DeadLetter]:
+            found = read_topic(settings, topics.dead_letter)
+            return [DeadLetter(**codec.decode("dead_letter", m.value())) for m in found]
+
+        def events() -> list[DocumentIndexed]:
+            found = read_topic(settings, topics.indexed)
+            return [DocumentIndexed(**codec.decode("document_indexed", m.value())) for m in found]
+
+        stop = threading.Event()
+        thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            # The dead letter refused: sent again and again, and neither the store nor the offsets move on.
+            until(lambda: runner.progress.retries >= 2, "the refused dead letter to be sent again")
+            assert warned("the broker refused 1 dead letters")
+            assert letters() == [] and committed(topics.chunks) < 0 and target.count() == 0
+            max_message_bytes(server.address, topics.dead_letter, str(dead_letter_limit(settings)))
+            until(lambda: committed(topics.chunks) == len(records) + 1, "the batch to be committed")
+            [letter] = letters()
+            assert (letter.reason_code, letter.value, letter.stage) == ("invalid_record", garbage, "sink:vectors")
+            assert target.count() == len(records)
+            # The indexed event refused: the document stays pending and its manifest uncommitted.
+            until(lambda: warned("the broker refused 1 indexed events"), "the indexed event to be refused")
+            time.sleep(1.0)  # a few rechecks; the commit stops at the manifest (offset 0), not past it
+            assert events() == [] and committed(topics.manifests) < 1 and manifest.key in runner.tracker.pending
+            max_message_bytes(server.address, topics.indexed, str(settings.max_message_bytes))
+            until(lambda: committed(topics.manifests) == 1, "the manifest to be committed once reported")
+            [event] = events()
+            assert (event.doc_id, event.store, event.outcome, event.chunk_count) == (
+                "sunk-doc",
+                "vectors",
+                "indexed",
+                len(records),
+            )
+            assert runner.progress.indexed == 1 and runner.progress.dead == 1
+        finally:
+            stop.set()
+            thread.join(30)
+            reader.close()
