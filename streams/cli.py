@@ -247,10 +247,12 @@ def sink(
     import signal
     import threading
 
+    from streams.runtime.clients import check_dead_letter_topic
     from streams.sinks.factory import build_sink
     from streams.sinks.runner import SinkRunner
 
     settings = Settings()
+    check_dead_letter_topic(settings)  # a dead letter it would refuse: one line and a refusal to start
     if kind == "vectors" and settings.embed_threads is None:
         # The last stage and the heaviest: it embeds whole chunks after the chunkers are done with a burst,
         # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, The demo).

@@ -31,11 +31,11 @@ def settle_heap() -> int:
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
-    topic_limit = None
-    if role == "assembler":
-        from streams.runtime.clients import check_document_topic
+    from streams.runtime.clients import check_dead_letter_topic, check_document_topic
 
-        topic_limit = check_document_topic(settings)  # a topic that refuses a document it accepts: refuse to start
+    # A topic that refuses what this worker accepts (a document, a dead letter): refuse to start.
+    topic_limit = check_document_topic(settings) if role == "assembler" else None
+    check_dead_letter_topic(settings)
     if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
         # core in every process oversubscribes the machine (docs/benchmarks.md, The demo).

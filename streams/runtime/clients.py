@@ -203,41 +203,60 @@ class TopicTooSmall(ConfigError):
     """A topic takes smaller records than a setting lets the service write to it: a bad setting."""
 
 
+def topic_limit(settings: Settings, topic: str, timeout: float = 20.0) -> int | None:
+    """The topic's `max.message.bytes` as the broker answers it, or None: a broker that does not answer a
+    topic's configs (noida-db has none), or a topic not created yet, leaves the check to the clients (logged,
+    not raised)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+
+    admin = AdminClient(client_config(settings))
+    try:
+        (described,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
+        entry = described.result(timeout).get("max.message.bytes")
+        return int(entry.value) if entry is not None and entry.value is not None else None
+    except Exception as exc:  # no configs to read: the check cannot be made here
+        log.warning("max.message.bytes of %s not checked: %r", topic, exc)
+        return None
+
+
 def check_document_topic(settings: Settings, timeout: float = 20.0) -> int | None:
     """Before the assembler starts: the document topic must take a document of `max_document_bytes`. A topic
     that refuses one (its `max.message.bytes`, or the broker's `message.max.bytes` it inherits, is lower) fails
     the send after the document is complete; the document is then neither delivered nor dead-lettered, and
     the worker restarts into the same refusal. So the smaller limit is one clear line and a refusal to start.
-    Returns the topic's limit, which the assembler then holds each document's record to (`record_limit`).
-
-    A broker that does not answer a topic's configs (noida-db has none), or a topic not created yet, leaves
-    the check to the clients: that is logged, not raised (None)."""
-    from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
-
+    Returns the topic's limit (None when the broker does not say), which the assembler then holds each
+    document's record to (`record_limit`)."""
     if settings.max_message_bytes < settings.max_document_bytes:  # the producer itself would refuse it
         raise TopicTooSmall(
             f"STREAMS_MAX_MESSAGE_BYTES ({settings.max_message_bytes}) is below STREAMS_MAX_DOCUMENT_BYTES "
             f"({settings.max_document_bytes}): the assembler could not send a document it accepts"
         )
     topic = settings.topics.documents
-    admin = AdminClient(client_config(settings))
-    try:
-        (described,) = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic)]).values()
-        entry = described.result(timeout).get("max.message.bytes")
-        limit = int(entry.value) if entry is not None and entry.value is not None else None
-    except Exception as exc:  # no configs to read: the check cannot be made here
-        log.warning("max.message.bytes of %s not checked: %r", topic, exc)
-        return None
-    if limit is None:
-        return None
+    limit = topic_limit(settings, topic, timeout)
     wanted = settings.max_document_bytes
-    if limit < wanted:
+    if limit is not None and limit < wanted:
         raise TopicTooSmall(
             f"topic {topic} takes records of at most {limit} bytes (max.message.bytes) but a document may hold "
             f"{wanted} (STREAMS_MAX_DOCUMENT_BYTES): raise the topic's max.message.bytes to at least {wanted}, "
             f"or set STREAMS_MAX_DOCUMENT_BYTES to at most {limit} so larger documents are dead-lettered"
         )
     return limit
+
+
+def check_dead_letter_topic(settings: Settings, timeout: float = 20.0) -> None:
+    """Before a worker or a sink starts: the dead-letter topic must take a dead letter of a record at the
+    record limit (`dead_letter_limit`). One it refuses is neither delivered nor set aside: the worker retries
+    the same input for ever. A topic made before dead letters had their headroom keeps its old limit
+    (`streams topics` does not alter a topic that exists), so this is one clear line and a refusal to start."""
+    topic = settings.topics.dead_letter
+    limit, wanted = topic_limit(settings, topic, timeout), dead_letter_limit(settings)
+    if limit is not None and limit < wanted:
+        raise TopicTooSmall(
+            f"topic {topic} takes records of at most {limit} bytes (max.message.bytes) but a dead letter may hold "
+            f"{wanted} (STREAMS_MAX_MESSAGE_BYTES and {DEAD_LETTER_HEADROOM} for its reason): raise the topic's "
+            f"max.message.bytes to at least {wanted}, or lower STREAMS_MAX_MESSAGE_BYTES to at most "
+            f"{limit - DEAD_LETTER_HEADROOM}"
+        )
 
 
 def record_limit(settings: Settings, topic_limit: int | None) -> int:

@@ -144,6 +144,35 @@ def test_a_document_topic_that_refuses_a_document_refuses_to_start_the_assembler
         assert len(lines) == 1 and "max.message.bytes" in lines[0] and "16000000" in lines[0], done.stderr
 
 
+def test_a_dead_letter_topic_that_refuses_a_dead_letter_refuses_to_start_workers_and_sinks(tmp_path, bus: str) -> None:
+    """A dead-letter topic made before dead letters had their headroom keeps its old limit (`streams topics`
+    alters no topic that exists): a dead letter of a record at the record limit would be refused, neither
+    delivered nor set aside. So a worker of any role, and a sink, refuse to start in one line (exit 78)."""
+    from streams.ops.embedded import broker
+    from streams.ops.topics import ensure_topics
+    from streams.runtime.clients import TopicTooSmall, check_dead_letter_topic, dead_letter_limit
+
+    with broker(tmp_path) as server:
+        settings = Settings(broker=server.address, data_dir=tmp_path, partitions=1)
+        ensure_topics(settings)
+        check_dead_letter_topic(settings)  # the project's own topics take its largest dead letter
+        if bus != "kafka":
+            return  # noida-db has no per-topic max.message.bytes to lower
+        max_message_bytes(settings.broker, settings.topics.dead_letter, str(settings.max_message_bytes))
+        with pytest.raises(TopicTooSmall, match=rf"at least {dead_letter_limit(settings)}"):
+            check_dead_letter_topic(settings)
+        env = {**os.environ, "STREAMS_BROKER": settings.broker, "STREAMS_DATA_DIR": str(tmp_path), "CI": "1"}
+        for command in (["worker", "--role", "chunker:window"], ["sink", "vectors"]):
+            done = subprocess.run(
+                [sys.executable, "-m", "streams", *command], env=env, capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 78, (command, done.stderr)
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            assert len(lines) == 1 and settings.topics.dead_letter in lines[0], (command, done.stderr)
+        max_message_bytes(settings.broker, settings.topics.dead_letter, str(dead_letter_limit(settings)))
+        check_dead_letter_topic(settings)
+
+
 def edge_page(limit: int) -> tuple[PageEvent, bytes]:
     """One page of letters at random (compression does not shrink it), Avro-encoded within `limit` bytes but
     so close to it that the document it makes, or the batch that carries it, passes the limit."""
