@@ -11,6 +11,7 @@ and the document was lost with no dead letter (as a full-suite run of test_fault
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -356,3 +357,38 @@ def test_a_sink_commits_past_no_record_whose_dead_letter_or_indexed_event_the_br
             stop.set()
             thread.join(30)
             reader.close()
+
+
+def test_a_repair_record_the_broker_refuses_fails_the_repair_in_one_line(tmp_path, bus: str) -> None:
+    """`streams audit --repair` re-chunks a version no chunker took and publishes its chunks; one the broker
+    refused (a chunk topic whose limit was lowered by hand) must fail the repair, not count as repaired."""
+    from streams.ops.embedded import broker, document_store
+    from streams.ops.topics import ensure_topics
+
+    if bus != "kafka":
+        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+    with broker(tmp_path) as service, document_store(tmp_path) as store:
+        settings = Settings(
+            broker=service.address, mongo_url=f"mongodb://{store.address}", data_dir=tmp_path, partitions=1
+        )
+        ensure_topics(settings)
+        publish_pages(settings, make_pages("unchunked-doc", ["harbour ledger " * 80 + ".", "granite lantern " * 80]))
+        max_message_bytes(settings.broker, settings.topics.chunks, "400")  # below any chunk record
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("STREAMS_") or k == "STREAMS_BROKER_KIND"},
+            "STREAMS_BROKER": settings.broker,
+            "STREAMS_MONGO_URL": settings.mongo_url,
+            "STREAMS_DATA_DIR": str(tmp_path),
+            "STREAMS_PARTITIONS": "1",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "streams", "audit", "--repair", "-s", "window", "--stores", "mongo"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 1, done.stderr
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and re.search(r"the broker refused \d+ repair records: .*(?i:too large)", errors[0])
+        assert "re-chunked" not in done.stdout + done.stderr  # no repair is reported
