@@ -347,6 +347,7 @@ def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
     keys = (
         "cluster_vs_chroma_cluster",
         "cluster_vs_chroma_cluster_matched_size",
+        "cluster_vs_chroma_cluster_nearest_size",
         "semantic_vs_recursive_same_size",
         "semantic_vs_recursive_one_size",
         "semantic_vs_recursive_pool_size",
@@ -380,11 +381,15 @@ def _chance_line(chance: dict[str, Any], corpora: int) -> str:
 
 
 def _matched_sizes(sizes: dict[str, dict[str, float]]) -> str:
-    """Which max_chunk_size Chroma's chunker ran at on each corpus, its mean tokens and the target's."""
-    parts = [
-        f"{cid} max {row['max_chunk_size']}: {row['mean_tokens']:.0f} tokens against {row['target_tokens']:.0f}"
-        for cid, row in sizes.items()
-    ]
+    """Which max_chunk_size Chroma's chunker ran at on each corpus (or which two, mixed with the larger's
+    weight), its mean tokens and the target's."""
+    parts = []
+    for cid, row in sizes.items():
+        if "max_chunk_size" in row:
+            size = f"max {row['max_chunk_size']}"
+        else:
+            size = f"max {row['below']} and {row['above']} at {row['weight']:.2f}"
+        parts.append(f"{cid} {size}: {row['mean_tokens']:.0f} tokens against {row['target_tokens']:.0f}")
     return "Chroma sized to cluster's mean: " + "; ".join(parts)
 
 

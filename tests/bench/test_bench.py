@@ -357,6 +357,76 @@ def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatc
     assert set(sizes) == {"small"} and {c.corpus_id for c in chunks} == {"small"}
 
 
+@needs_baselines
+def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At exactly a strategy's mean: the two max_chunk_sizes whose means bracket each corpus's target, mixed
+    with the weight that makes the mix's mean the target, question by question; a target beyond every size
+    takes the nearest alone."""
+    import streams.bench as bench
+    from streams.bench.quality import (
+        PER_QUESTION,
+        Question,
+        chroma_chunks_from_pieces,
+        chroma_cluster_bracketing,
+        chroma_pieces,
+        mix_results,
+    )
+
+    monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
+    topics = ["pump valve pressure", "harbor crane cable", "invoice payment ledger", "orchard apple harvest"]
+    text = " ".join(
+        f"The {topics[n % 4]} report notes that the {topics[n % 4].split()[m % 3]} was checked on day {m}."
+        for n in range(8)
+        for m in range(24)
+    )
+    questions = [
+        Question("q", "small", ((0, 10),)),
+        Question("q", "large", ((0, 10),)),
+        Question("q", "small", ((5, 9),)),
+    ]
+    eval_set = EvalSet({"small": text, "large": text.upper()}, {}, questions)
+    pieces = chroma_pieces(eval_set)
+    means = {size: mean_tokens(chroma_chunks_from_pieces(text, *pieces["small"], size)) for size in CHROMA_MATCH_SIZES}
+    assert means[150] < means[200]
+    target = means[150] + 0.25 * (means[200] - means[150])
+    beyond = max(means.values()) + 50
+    chosen, lower, upper = chroma_cluster_bracketing(eval_set, {"small": target, "large": beyond})
+    small = chosen["small"]
+    assert (small["below"], small["above"]) == (150, 200) and small["weight"] == pytest.approx(0.25, abs=1e-4)
+    assert small["mean_tokens"] == pytest.approx(target, abs=0.1)
+    assert chosen["large"]["below"] == chosen["large"]["above"] == 400 and chosen["large"]["weight"] == 0.0
+    assert mean_tokens([c for c in lower if c.corpus_id == "small"]) == pytest.approx(means[150])
+    assert mean_tokens([c for c in upper if c.corpus_id == "small"]) == pytest.approx(means[200])
+
+    def scored(per_question: list[list[float]], small_row: dict, large_row: dict) -> dict:
+        rows = {"small": small_row, "large": large_row}
+        return {
+            "long_chunks": 0,
+            "long_chunks_mode": "truncate",
+            "per_corpus": rows,
+            PER_QUESTION: np.array(per_question),
+        }
+
+    def row(recall: float, iou: float, size: float) -> dict:
+        return {
+            "recall": recall,
+            "precision": iou,
+            "iou": iou,
+            "questions": 1,
+            "chunks": 10,
+            "mean_tokens": size,
+            "max_tokens": 2 * size,
+        }
+
+    low = scored([[1.0, 0.2], [0.5, 0.1], [0.0, 0.0]], row(0.5, 0.1, 80), row(0.5, 0.1, 90))
+    high = scored([[0.0, 0.0], [1.0, 0.3], [1.0, 0.4]], row(0.5, 0.2, 120), row(1.0, 0.3, 130))
+    mixed = mix_results(low, high, {"small": 0.25, "large": 0.0}, eval_set)
+    assert mixed[PER_QUESTION].ravel().tolist() == pytest.approx([0.75, 0.15, 0.5, 0.1, 0.25, 0.1])
+    assert mixed["per_corpus"]["small"]["mean_tokens"] == 90.0 and mixed["per_corpus"]["large"]["mean_tokens"] == 90.0
+    assert mixed["per_corpus"]["small"]["max_tokens"] == 240 and mixed["per_corpus"]["large"]["max_tokens"] == 180
+    assert mixed["recall"] == pytest.approx(0.5) and mixed["iou"] == pytest.approx(0.35 / 3, abs=1e-4)
+
+
 @pytest.mark.bench
 @needs_baselines
 @needs_model
@@ -364,14 +434,21 @@ def test_quality_variant_compares_cluster_with_chroma_at_both_sizes(eval_dir: Pa
     report = run_quality(eval_dir, k=1, strategies=["cluster"], baselines=False, variants=["plain"])
     plain = report["variants"]["plain"]
     names = [r["name"] for r in plain["results"]]
-    assert names == ["cluster", "chroma_cluster_200", "chroma_cluster_matched"]
+    assert names == ["cluster", "chroma_cluster_200", "chroma_cluster_matched", "chroma_cluster_nearest"]
     targets = plain["targets"]
     assert set(targets["cluster_vs_chroma_cluster"]["corpora"]) == {"topics"}
     matched = targets["cluster_vs_chroma_cluster_matched_size"]
     assert matched["met"] == all(matched["corpora"].values())
-    (size,) = matched["sizes"].values()
+    (bracket,) = matched["sizes"].values()
+    assert {bracket["below"], bracket["above"]} <= set(CHROMA_MATCH_SIZES) and 0 <= bracket["weight"] <= 1
+    mixed = plain["results"][2]
+    assert mixed["params"] == {"max_chunk_size": {"topics": [bracket["below"], bracket["above"], bracket["weight"]]}}
+    assert mixed["per_corpus"]["topics"]["mean_tokens"] == pytest.approx(bracket["mean_tokens"], abs=0.1)
+    nearest = targets["cluster_vs_chroma_cluster_nearest_size"]
+    assert nearest["target"] is False and nearest["met"] == all(nearest["corpora"].values())
+    (size,) = nearest["sizes"].values()
     assert size["max_chunk_size"] in CHROMA_MATCH_SIZES and size["mean_tokens"] > 0
-    chroma = plain["results"][2]
+    chroma = plain["results"][3]
     assert chroma["params"] == {"max_chunk_size": {"topics": size["max_chunk_size"]}}
     assert chroma["per_corpus"]["topics"]["mean_tokens"] == size["mean_tokens"]
     json.dumps(report)
