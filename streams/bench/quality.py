@@ -931,30 +931,29 @@ def _embedding_targets(
         weights = {cid: row["weight"] for cid, row in bracket.items()}
         mixed = mix_results(scored_lower, scored_upper, weights, eval_set)
         params = {"max_chunk_size": {cid: [row["below"], row["above"], row["weight"]] for cid, row in bracket.items()}}
-        results.append({"name": "chroma_cluster_matched", "kind": "baseline", **mixed, "params": params})
-        versus = _versus(cluster, results[-1], eval_set)
-        every = all(versus["corpora"].values())
-        targets["cluster_vs_chroma_cluster_matched_size"] = {
-            "every_corpus": every,
-            **versus,
-            "sizes": bracket,
-            "met": every,
-        }
+
+        def versus_cluster(key: str, name: str, scored: dict[str, Any], params: dict[str, Any], **extra: Any) -> None:
+            """Add a Chroma run as a baseline; on which corpora is `cluster` at or above it?"""
+            results.append({"name": name, "kind": "baseline", **scored, "params": params})
+            versus = _versus(cluster, results[-1], eval_set)
+            every = all(versus["corpora"].values())
+            targets[key] = {"every_corpus": every, **versus, "met": every, **extra}
+
+        versus_cluster("cluster_vs_chroma_cluster_matched_size", "chroma_cluster_matched", mixed, params, sizes=bracket)
         tick("chroma_cluster_nearest")
         sizes, chunks = chroma_cluster_at_corpus_means(eval_set, means)
         scored = evaluate(chunks, eval_set, question_vectors, k)
         params = {"max_chunk_size": {cid: row["max_chunk_size"] for cid, row in sizes.items()}}
-        results.append({"name": "chroma_cluster_nearest", "kind": "baseline", **scored, "params": params})
-        versus = _versus(cluster, results[-1], eval_set)
-        every = all(versus["corpora"].values())
-        targets["cluster_vs_chroma_cluster_nearest_size"] = {
-            "every_corpus": every,
-            **versus,
-            "sizes": sizes,
-            "met": every,
-            "target": False,
-            "reference": "the nearest whole-piece size misses cluster's mean by up to half a piece",
-        }
+        nearest = "the nearest whole-piece size misses cluster's mean by up to half a piece"
+        versus_cluster(
+            "cluster_vs_chroma_cluster_nearest_size",
+            "chroma_cluster_nearest",
+            scored,
+            params,
+            sizes=sizes,
+            target=False,
+            reference=nearest,
+        )
     semantic = by_name.get("semantic")
     if semantic:
 

@@ -310,6 +310,16 @@ class WordHashEmbedder:
         return vectors / np.where(norms == 0, 1.0, norms)
 
 
+def topic_runs() -> str:
+    """Long runs of one topic each, so longer runs of Chroma's pieces stay alike."""
+    topics = ["pump valve pressure", "harbor crane cable", "invoice payment ledger", "orchard apple harvest"]
+    return " ".join(
+        f"The {topics[n % 4]} report notes that the {topics[n % 4].split()[m % 3]} was checked on day {m}."
+        for n in range(8)
+        for m in range(24)
+    )
+
+
 @needs_baselines
 def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma's chunker sized to a strategy's mean corpus by corpus: the max_chunk_size whose mean is
@@ -323,12 +333,7 @@ def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatc
     )
 
     monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
-    topics = ["pump valve pressure", "harbor crane cable", "invoice payment ledger", "orchard apple harvest"]
-    text = " ".join(  # long runs of one topic, so longer runs of pieces stay alike
-        f"The {topics[n % 4]} report notes that the {topics[n % 4].split()[m % 3]} was checked on day {m}."
-        for n in range(8)
-        for m in range(24)
-    )
+    text = topic_runs()
     eval_set = EvalSet({"small": text, "large": text.upper()}, {}, [])
     pieces = chroma_pieces(eval_set)
     means = {
@@ -373,12 +378,7 @@ def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypat
     )
 
     monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
-    topics = ["pump valve pressure", "harbor crane cable", "invoice payment ledger", "orchard apple harvest"]
-    text = " ".join(
-        f"The {topics[n % 4]} report notes that the {topics[n % 4].split()[m % 3]} was checked on day {m}."
-        for n in range(8)
-        for m in range(24)
-    )
+    text = topic_runs()
     questions = [
         Question("q", "small", ((0, 10),)),
         Question("q", "large", ((0, 10),)),
