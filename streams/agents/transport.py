@@ -1,5 +1,5 @@
 """The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
-embedded broker's empty fetches (point 8) and for exactly-once transactions (point 11).
+embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -82,6 +82,11 @@ again from the committed offsets. Seven things break that, each silently:
    transactions' commit markers (and read_committed hides aborted records): offsets that hold no message. On
    such a topic point 7's net no longer takes a missing head offset for a lost message (it re-ran documents a
    transaction had committed: 298 chunk records for 152 chunks); faust's rule commits past the hole.
+
+13. With `processing_guarantee="exactly_once"`, a table's changelog write (faust's buffer sends it without an
+   event) went on the plain producer by point 11's rule, outside every transaction: a done mark could outlive
+   the aborted document it describes. Here it joins the transaction of its partition, which is its input's.
+   Exactly-once under a SIGKILL mid-stream still does not hold in every run (docs/bus.md).
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -414,17 +419,28 @@ class SourceTransactionManager(TransactionManager):
         event = current_event()
         if event is not None:
             source = event.message.tp
-            try:
-                group = self.app.assignor.group_for_topic(source.topic)
-            except KeyError:
-                group = None
-            tid = f"{self.app.conf.id}-{group}-{source.partition}"  # faust's transactional_id_format
-            if group is not None and tid in getattr(self.producer, "_transaction_producers", {}):
+            tid = self._transaction_of(source.topic, source.partition)
+            if tid is not None:
                 return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
             return await super().send(topic, key, value, partition, timestamp, headers)
+        if partition is not None and topic in self.app.tables.changelog_topics:
+            # A table write (faust's buffer sends it without an event): in the transaction of its partition, which
+            # is its input's, so the state commits or aborts with the outputs it describes (point 13).
+            tid = self._transaction_of(topic, partition)
+            if tid is not None:
+                return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
         # No event: nothing consumed to commit with it. faust's choice (the destination partition's transaction)
         # crashed the assembler's tick timer after a rebalance ("Can't send messages while not in transaction").
         return await self.producer.send(topic, key, value, partition, timestamp, headers)
+
+    def _transaction_of(self, topic: str, partition: int) -> str | None:
+        """The open transaction of this worker's partition `partition` of `topic`'s group, if it has one."""
+        try:
+            group = self.app.assignor.group_for_topic(topic)
+        except KeyError:
+            return None
+        tid = f"{self.app.conf.id}-{group}-{partition}"  # faust's transactional_id_format
+        return tid if tid in getattr(self.producer, "_transaction_producers", {}) else None
 
 
 class Transport(driver.Transport):

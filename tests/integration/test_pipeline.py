@@ -245,21 +245,21 @@ def test_exactly_once_keeps_assembling_after_a_rebalance(run_pipeline) -> None:
 
 @pytest.mark.skipif(
     os.environ.get("STREAMS_TEST_EOS_KILL") != "1",
-    reason="does not hold yet, and not every run shows it (3 of 34 runs on Kafka, 2026-11-29): opt in with "
-    "STREAMS_TEST_EOS_KILL=1 (docs/bus.md, Known limits)",
+    reason="does not hold yet (3 of 3 runs on Kafka gave 1 to 24 duplicates, 2026-11-29): opt in with "
+    "STREAMS_TEST_EOS_KILL=1 (docs/bus.md, the delivery table)",
 )
 def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run_pipeline, bus: str) -> None:
     """What exactly-once is for: a chunker SIGKILLed with documents in flight leaves its open transaction to
     be aborted by its successor, so a read_committed reader sees every chunk of a clean run and none twice.
-    At-least-once re-publishes what the killed chunker had sent but not committed (30 duplicates here on
-    Kafka with the same kill). Under exactly-once 31 of 34 runs gave none; three gave 67, 76 and 125: faust computes
-    the offsets of a commit, then waits for the producer before committing the transaction, and what the agent
-    sent meanwhile (28 documents past the offsets in one run) is committed without its input offsets."""
+    At-least-once re-publishes what the killed chunker had sent but not committed. The pages keep arriving
+    while it is killed, so the kill lands between commits, mid-stream."""
+    import threading
+
     if bus != "kafka":
         pytest.skip("noida-db: whether faust's transactional producer is engaged there is not established")
     from streams.bench.pipeline import synthetic_documents
 
-    docs = synthetic_documents(60, seed=43)
+    docs = synthetic_documents(300, seed=43)
     chunker = strategy_chunker("window")
     expected = {}
     for pages in docs:
@@ -268,8 +268,9 @@ def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run
     pipeline = run_pipeline(["window"], processing_guarantee="exactly_once", partitions=2)
     settings = pipeline.settings
     collector = Collector(settings)  # read_committed, as the sinks read
+    publisher = threading.Thread(target=publish_pages, args=(settings, [p for pages in docs for p in pages]))
     try:
-        publish_pages(settings, [p for pages in docs for p in pages])
+        publisher.start()
         deadline = time.monotonic() + 120
         while not collector.result.chunks and time.monotonic() < deadline:
             collector.poll(0.1)
@@ -277,21 +278,18 @@ def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run
         assert 0 < seen < len(expected), seen  # killed with documents in flight
         pipeline.stop_worker("chunker:window", kill=True)
         pipeline.start_worker("chunker:window")
+        publisher.join()
         keys = [(d[0].doc_id, 0) for d in docs]
-        result = collector.wait(keys, ["window"], timeout=240, settle=3.0)
+        result = collector.wait(keys, ["window"], timeout=300, settle=3.0)
         pipeline.check_workers()
     finally:
+        publisher.join()
         collector.close()
     assert result.settled(keys, ["window"]) and not result.dead
     assert {r.chunk_id: r.checksum for r in result.records()} == expected
     assert result.duplicates == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="table changelog writes leave the worker without an event (faust's buffer sends them), and point 11 "
-    "of the transport puts every such send on the plain producer: outside the transaction",
-)
 def test_exactly_once_writes_the_workers_table_changes_inside_their_transactions(exactly_once_run: dict) -> None:
     """Under exactly-once a worker's table writes (the assembler's document headers, the chunker's versions)
     must commit or abort with the outputs they describe: a done mark committed with its document aborted
