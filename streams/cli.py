@@ -252,7 +252,6 @@ def sink(
     from streams.sinks.runner import SinkRunner
 
     settings = Settings()
-    check_dead_letter_topic(settings)  # a dead letter it would refuse: one line and a refusal to start
     if kind == "vectors" and settings.embed_threads is None:
         # The last stage and the heaviest: it embeds whole chunks after the chunkers are done with a burst,
         # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, The demo).
@@ -260,7 +259,9 @@ def sink(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    runner = SinkRunner(settings, build_sink(kind, settings), batch_size=batch_size or settings.sink_batch_size)
+    sink_ = build_sink(kind, settings)  # a bad setting is refused first, without the broker
+    check_dead_letter_topic(settings)  # a dead letter it would refuse: one line and a refusal to start
+    runner = SinkRunner(settings, sink_, batch_size=batch_size or settings.sink_batch_size)
     if settings.metrics_port:
         from streams.runtime.lag import group_lag, known_groups
         from streams.runtime.metrics import serve

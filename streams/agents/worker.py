@@ -35,12 +35,12 @@ def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
 
     # A topic that refuses what this worker accepts (a document, a dead letter): refuse to start.
     topic_limit = check_document_topic(settings) if role == "assembler" else None
-    check_dead_letter_topic(settings)
     if role.startswith("chunker:") and settings.embed_threads is None:
         # Chunker workers scale by replicas, one per partition at most: torch's default of a thread per
         # core in every process oversubscribes the machine (docs/benchmarks.md, The demo).
         settings = settings.model_copy(update={"embed_threads": 1})
     app = build(role, settings, topic_limit)
+    check_dead_letter_topic(settings)  # after build: a bad role or option is refused first, without the broker
     if settings.metrics_port:
         import threading
 
