@@ -141,11 +141,17 @@ class SinkRunner:
         refuses is written again, so a bad record is never committed past without its dead letter."""
         topic = self.settings.topics.dead_letter
         records = [(letter.key, self.codec.encode("dead_letter", letter.model_dump(), topic)) for letter in letters]
+        if not self._retry(lambda: self._deliver(topic, records, "dead letters", timeout=10), stop):
+            return False
+        self.progress.dead += len(letters)
+        return True
+
+    def _retry(self, attempt: Callable[[], str | None], stop: threading.Event) -> bool:
+        """Run `attempt` until it reports no problem (None) or `stop` is set, backing off and counting each retry."""
         backoff = 0.5
         while not stop.is_set():
-            problem = self._deliver(topic, records, "dead letters", timeout=10)
+            problem = attempt()
             if problem is None:
-                self.progress.dead += len(letters)
                 return True
             self.progress.retries += 1
             log.warning("sink %s: %s; retrying in %.1fs", self.sink.name, problem, backoff)
@@ -164,21 +170,16 @@ class SinkRunner:
         return self.reports.problem(self.out, what, timeout)
 
     def _write(self, records: list[ChunkRecord], statuses: list[ChunkStatus], stop: threading.Event) -> bool:
-        backoff = 0.5
-        while not stop.is_set():
+        def attempt() -> str | None:
             try:
                 # Latest wins per chunk id within a batch; chunks first so flips find them.
                 self.sink.write_chunks(list({r.chunk_id: r for r in records}.values()))
                 self.sink.apply_status(statuses)
-                return True
+                return None
             except Exception as exc:  # the store is down or refusing: keep the batch, do not commit
-                self.progress.retries += 1
-                log.warning(
-                    "sink %s: write failed (%s); retrying in %.1fs", self.sink.name, mask_url(str(exc)), backoff
-                )
-                stop.wait(backoff)
-                backoff = min(backoff * 2, self.max_backoff_s)
-        return False
+                return f"write failed ({mask_url(str(exc))})"
+
+        return self._retry(attempt, stop)
 
     def _report(self, keys: list[str] | None) -> None:
         """Publish `documents.indexed` for the pending manifests (`keys`, or all) now complete in the store."""
