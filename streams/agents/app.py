@@ -106,7 +106,8 @@ def make_app(role: str, settings: Settings) -> faust.App:
     # Before any topic is declared: re-fetch dropped in-flight messages after a rebalance (see transport.py).
     app.transport = Transport(app.conf.broker_consumer, app)
     # Table writes wait for the outputs of their input (delivery.py); one transaction already ties them.
-    app.transport.delivery_gate = DeliveryGate(enabled=settings.processing_guarantee != "exactly_once")
+    exactly_once = settings.processing_guarantee == "exactly_once"
+    app.transport.delivery_gate = DeliveryGate(enabled=not exactly_once, atomic=exactly_once)
     if settings.broker_kind == "noida":  # it answers empty fetches at once (transport.py, point 8)
         hold_empty_fetches()
     app.transport.sparse_topics = frozenset({settings.topics.versions, settings.topics.status})  # compacted
@@ -195,7 +196,7 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
         async for event in stream.events():
             # The tables' writes for this input reach their changelogs once its outputs are delivered: a
             # document marked done on the changelog but lost on the topic would be lost for good (delivery.py).
-            with gate.capture() as held:
+            async with gate.step(event) as held:
                 held.after(await assemble_one(event))
 
     async def assemble_one(event: faust.EventT) -> list[Any]:
@@ -337,7 +338,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
         async for event in stream.events():
             # The versions table's write for this document reaches its changelog once the chunks and flips
             # are delivered: a state that names chunks the topic never got would skip their flips (delivery.py).
-            with gate.capture() as held:
+            async with gate.step(event) as held:
                 held.after(await chunk_one(event))
 
     async def chunk_one(event: faust.EventT) -> list[Any]:

@@ -13,7 +13,11 @@ flushes its producer first (faust), and the gated producer then waits for every 
 waiting on what it flushed, and flushes again: an offset is committed only with its state on the changelog.
 The in-memory table changes at once, so the worker reads its own writes as before.
 
-Under exactly-once the outputs and the changelog share one transaction, so nothing is held.
+Under exactly-once the outputs and the changelog share one transaction, so nothing is held. There the
+other order matters: a commit must not fall inside an input's processing. Its outputs sent so far would
+commit in the transaction while its offset, not acked yet, would not, and a worker killed before the next
+commit did them again. `DeliveryGate.step()` holds the gate's lock over one input and acks it before letting
+go; the consumer's commit takes the same lock (transport.py, point 15).
 """
 
 from __future__ import annotations
@@ -21,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +68,10 @@ class Held:
 class DeliveryGate:
     """Holds changelog sends made inside `capture()` until `Held.after`'s futures are done, in FIFO order."""
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, atomic: bool = False) -> None:
         self.enabled = enabled
+        self.atomic = atomic  # exactly-once: an input is processed and acked between two commits
+        self.lock = asyncio.Lock()
         self._queue: deque[Held] = deque()
         # Per task: only the writes of the coroutine that opened `capture()` are held.
         self._capturing: contextvars.ContextVar[Held | None] = contextvars.ContextVar("capturing", default=None)
@@ -94,6 +100,21 @@ class DeliveryGate:
                 self._queue.append(held)
                 self.appended += 1
             self.release()
+
+    @asynccontextmanager
+    async def step(self, event: faust.EventT) -> AsyncIterator[Held]:
+        """One input's processing, inside `capture()`. When `atomic`, under the lock a commit takes too, and the
+        input is acked before the lock is let go, so a commit sees every input whole or not at all."""
+        if not self.atomic:
+            with self.capture() as held:
+                yield held
+            return
+        async with self.lock:
+            with self.capture() as held:
+                yield held
+            message = event.message
+            if event.ack():  # faust's own ack after the agent's step is then a no-op: report it as faust would
+                event.app.sensors.on_message_out(message.tp, message.offset, message)
 
     def hold(self, write: Write) -> bool:
         """Called for every changelog send: True when it is held (inside `capture`), else send it now."""

@@ -86,7 +86,18 @@ again from the committed offsets. Seven things break that, each silently:
 13. With `processing_guarantee="exactly_once"`, a table's changelog write (faust's buffer sends it without an
    event) went on the plain producer by point 11's rule, outside every transaction: a done mark could outlive
    the aborted document it describes. Here it joins the transaction of its partition, which is its input's.
-   Exactly-once under a SIGKILL mid-stream still does not hold in every run (docs/bus.md).
+
+14. faust's, on a topic with holes (compaction, or transaction markers under `exactly_once`): its fetch loop
+   records a hole as a gap that also holds the record after it; processed, that record is then twice in the
+   acked list, and faust's consecutive run ends at the duplicate, so each commit moved only up to the next
+   hole. Under exactly-once the outputs of every event after it were committed in the transaction while its
+   offset was not: a worker killed then did them again (docs/bus.md). Here the gap is the hole alone.
+
+15. faust's, with `processing_guarantee="exactly_once"`: a commit runs whenever the agent awaits, also halfway
+   through an input's sends. Those sends then commit in the transaction without the input's offset, which
+   is acked only when the agent asks for the next input, and a worker killed before the next commit sent
+   them again. Here an agent's step holds a lock that the commit takes too, and acks its input before
+   letting go (`DeliveryGate.step`, delivery.py).
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -296,7 +307,11 @@ class SeekingConsumer(driver.Consumer):
 
     async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
         if not self._dense(tp.topic):
-            await super()._add_gap(tp, offset_from, offset_to)
+            # Point 14: faust's fetch loop passes the offset of the record after the hole as the gap's end,
+            # and the gap then holds that record too; once it is processed it is in the acked list twice, and
+            # faust's consecutive run ends at the duplicate. Only the hole is a gap.
+            if offset_to > offset_from:
+                await super()._add_gap(tp, offset_from, offset_to - 1)
             return
         # faust's read offset may be the next offset rather than the last read one: one more is harmless.
         log.warning("%s-%s jumped to %s: fetching from %s again", tp.topic, tp.partition, offset_to, offset_from - 1)
@@ -393,6 +408,14 @@ class SeekingConsumer(driver.Consumer):
                 else:  # compacted away or control records: nothing to process there
                     self._gap[tp].addi(expected, batch[0].offset)
 
+    async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
+        """Point 15: under exactly-once, between two inputs' processing, never inside one (delivery.py)."""
+        gate = getattr(self.transport, "delivery_gate", None)
+        if gate is None or not gate.atomic:
+            return await super().force_commit(topics, start_new_transaction=start_new_transaction)
+        async with gate.lock:
+            return await super().force_commit(topics, start_new_transaction=start_new_transaction)
+
     def ack(self, message: Message) -> bool:
         # The same test faust's stream makes before it skips (and then acks) a message mid-rebalance.
         if not self.app.flow_control.is_active() or message.generation_id != self.app.consumer_generation_id:
@@ -465,7 +488,7 @@ def _use_python_stream_iterator() -> None:
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-11, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-15, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -488,6 +511,9 @@ PATCHED_INTERNALS: dict[str, str] = {
     "faust.transport.consumer:TransactionManager.send": "b8d126be9f10fc69",
     "faust.transport.consumer:TransactionManager.commit": "fbb29c3467ac8bfa",
     "faust.transport.drivers.aiokafka:Producer.send": "0b5bd08f52e5e2a9",
+    # Point 15: the commit waits for the agent's step, which acks its input itself (faust's stream then does not).
+    "faust.transport.consumer:Consumer.force_commit": "cc094614d22c70fb",
+    "faust.streams:Stream.events": "c62f4dd3a73fe7aa",
     # streams/agents/delivery.py: table writes held until their input's outputs are delivered, and sent by the
     # flush faust runs before it commits.
     "faust.tables.table:Table.on_key_set": "a370e35ca55c2c7e",

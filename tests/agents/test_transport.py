@@ -145,6 +145,34 @@ def test_a_jump_in_a_compacted_topic_is_a_hole_in_the_log(consumer: SeekingConsu
     assert consumer._new_offset(versions) == 19
 
 
+def test_holes_are_committed_through_in_one_commit(consumer: SeekingConsumer) -> None:
+    """Point 14: faust's fetch loop reports a hole as `_add_gap(tp, last read + 1, offset read now)`. Stock
+    faust's gap then holds the record read now, which is acked too: the duplicate ends its consecutive run,
+    and the commit stops at the first hole (16 here, where 22 is right). Under exactly-once each such event's
+    outputs were already committed in the transaction: a kill then gave them twice."""
+    import asyncio
+
+    versions = TP("documents.versions", 0)
+    assert "documents.versions" in consumer.transport.sparse_topics
+    stock = driver.Consumer(
+        consumer.transport,
+        callback=consumer.callback,
+        on_partitions_revoked=consumer._on_partitions_revoked,
+        on_partitions_assigned=consumer._on_partitions_assigned,
+    )
+    for each in (stock, consumer):
+        if each is consumer:
+            consumer.on_sought({versions: 10})
+        each._committed_offset[versions] = 10
+        processed(each, 10, 11, 12, at=versions)
+        asyncio.run(each._add_gap(versions, 13, 15))  # read 12, then 15: 13 and 14 hold no record
+        processed(each, 15, 16, at=versions)
+        asyncio.run(each._add_gap(versions, 17, 20))  # then 20
+        processed(each, 20, 21, at=versions)
+    assert stock._new_offset(versions) == 16
+    assert consumer._new_offset(versions) == 22
+
+
 def test_a_hand_over_cut_short_by_a_rebalance_is_fetched_again(consumer: SeekingConsumer) -> None:
     """faust's own fetch loop races each hand-over to the streams against a flow suspension and marks the
     message read whichever wins: a cut-short hand-over is a message no stream sees. If the read offset
@@ -284,3 +312,53 @@ def test_the_hold_on_empty_fetches_stops_doubling_at_the_longest_wait() -> None:
     assert waits[0] == 0.0 and waits[1] == EMPTY_FETCH_BACKOFF_S and waits[2] == 2 * EMPTY_FETCH_BACKOFF_S
     assert waits == sorted(waits) and waits[-1] == IDLE_FETCH_BACKOFF_S
     assert empty_fetch_backoff(1_100) == empty_fetch_backoff(10**9) == IDLE_FETCH_BACKOFF_S
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_an_exactly_once_commit_waits_for_the_input_in_process(
+    consumer: SeekingConsumer, monkeypatch: pytest.MonkeyPatch, atomic: bool
+) -> None:
+    """Point 15: under exactly-once a commit that comes while the agent awaits halfway through an input's sends
+    waits until the input is done and acked; its offset then commits with its sends. Without the step
+    (at-least-once) the commit runs at once, before the ack."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from streams.agents.delivery import DeliveryGate
+
+    acked: list[int] = []
+    seen: list[list[int]] = []
+
+    async def commit(self: driver.Consumer, topics: object = None, start_new_transaction: bool = True) -> bool:
+        seen.append(list(acked))
+        return True
+
+    monkeypatch.setattr(driver.Consumer, "force_commit", commit)
+    gate = DeliveryGate(enabled=not atomic, atomic=atomic)
+    consumer.transport.delivery_gate = gate
+    event = SimpleNamespace(
+        message=SimpleNamespace(tp=tp, offset=5),
+        app=SimpleNamespace(sensors=SimpleNamespace(on_message_out=lambda *_: None)),
+        ack=lambda: acked.append(5) is None,
+    )
+
+    async def run() -> None:
+        halfway, resume = asyncio.Event(), asyncio.Event()
+
+        async def agent() -> None:
+            async with gate.step(event):
+                halfway.set()
+                await resume.wait()  # a send that yields to the loop
+            if not atomic:
+                event.ack()  # faust's stream acks it when the agent asks for the next input
+
+        step = asyncio.create_task(agent())
+        await halfway.wait()
+        committing = asyncio.create_task(consumer.force_commit())
+        await asyncio.sleep(0.05)
+        assert committing.done() is not atomic
+        resume.set()
+        await asyncio.gather(step, committing)
+
+    asyncio.run(run())
+    assert seen == ([[5]] if atomic else [[]])
