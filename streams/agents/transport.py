@@ -99,6 +99,13 @@ again from the committed offsets. Seven things break that, each silently:
    them again. Here an agent's step holds a lock that the commit takes too, and acks its input before
    letting go (`DeliveryGate.step`, delivery.py).
 
+16. aiokafka's, with `processing_guarantee="exactly_once"`: a transaction's commit is sent without waiting for its
+   records, and a record the broker refuses (a topic's max.message.bytes lowered under a running worker) fails
+   only its own future: the transaction still commits, with the table writes and offsets that describe the
+   refused record as sent. The Java client flushes before committing and aborts after any refusal. Here the
+   commit flushes first and, after a refusal, fails instead of committing, as the at-least-once commit does
+   (delivery.py): the worker stops, and its successor aborts the transaction.
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -123,7 +130,7 @@ from faust.types import TP, Message
 from intervaltree import IntervalTree
 from mode import Service
 
-from streams.agents.delivery import GatedProducer
+from streams.agents.delivery import DeliveryFailed, GatedProducer
 
 log = logging.getLogger("streams.agents")
 
@@ -426,7 +433,10 @@ class SeekingConsumer(driver.Consumer):
 
 
 class SourceTransactionManager(TransactionManager):
-    """Point 11: a record sent while an event is processed goes in the transaction of its source partition."""
+    """Point 11: a record sent while an event is processed goes in the transaction of its source partition.
+    Point 16: a transaction commits only once its records are delivered, and never with one the broker refused."""
+
+    refused: BaseException | None = None  # the first record of a transaction the broker refused
 
     async def send(
         self,
@@ -444,17 +454,44 @@ class SourceTransactionManager(TransactionManager):
             source = event.message.tp
             tid = self._transaction_of(source.topic, source.partition)
             if tid is not None:
-                return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
+                return self._watch(
+                    await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
+                )
             return await super().send(topic, key, value, partition, timestamp, headers)
         if partition is not None and topic in self.app.tables.changelog_topics:
             # A table write (faust's buffer sends it without an event): in the transaction of its partition, which
             # is its input's, so the state commits or aborts with the outputs it describes (point 13).
             tid = self._transaction_of(topic, partition)
             if tid is not None:
-                return await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
+                return self._watch(
+                    await self.producer.send(topic, key, value, partition, timestamp, headers, transactional_id=tid)
+                )
         # No event: nothing consumed to commit with it. faust's choice (the destination partition's transaction)
         # crashed the assembler's tick timer after a rebalance ("Can't send messages while not in transaction").
         return await self.producer.send(topic, key, value, partition, timestamp, headers)
+
+    def _watch(self, delivery: Any) -> Any:
+        """Note a transactional record's refusal, so that its transaction is never committed."""
+
+        def delivered(future: asyncio.Future[Any]) -> None:
+            if self.refused is None and not future.cancelled() and future.exception() is not None:
+                self.refused = future.exception()
+
+        if isinstance(delivery, asyncio.Future):
+            delivery.add_done_callback(delivered)
+        return delivery
+
+    async def commit(self, offsets: Mapping[TP, int], start_new_transaction: bool = True) -> bool:
+        """Point 16: aiokafka sends a transaction's commit without waiting for its records, and commits it even
+        when the broker refused one of them (the Java client flushes first, and aborts after a refusal). So the
+        records are flushed first, and after a refusal nothing is committed: the commit fails, the worker stops,
+        and its successor aborts the transaction and takes the input again from the last commit."""
+        await self.producer.flush()
+        if self.refused is not None:
+            raise DeliveryFailed(
+                f"the broker refused a record of an open transaction ({self.refused!r}); not committed"
+            )
+        return await super().commit(offsets, start_new_transaction)
 
     def _transaction_of(self, topic: str, partition: int) -> str | None:
         """The open transaction of this worker's partition `partition` of `topic`'s group, if it has one."""
@@ -488,7 +525,7 @@ def _use_python_stream_iterator() -> None:
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-15, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-16, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -511,6 +548,9 @@ PATCHED_INTERNALS: dict[str, str] = {
     "faust.transport.consumer:TransactionManager.send": "b8d126be9f10fc69",
     "faust.transport.consumer:TransactionManager.commit": "fbb29c3467ac8bfa",
     "faust.transport.drivers.aiokafka:Producer.send": "0b5bd08f52e5e2a9",
+    # Point 16: a commit without a flush, and a refused record that does not fail its transaction.
+    "aiokafka.producer.producer:AIOKafkaProducer.commit_transaction": "c7f9677c89413f97",
+    "aiokafka.producer.sender:SendProduceReqHandler.handle_response": "850323cc8f77abc3",
     # Point 15: the commit waits for the agent's step, which acks its input itself (faust's stream then does not).
     "faust.transport.consumer:Consumer.force_commit": "cc094614d22c70fb",
     "faust.streams:Stream.events": "c62f4dd3a73fe7aa",

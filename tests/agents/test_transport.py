@@ -362,3 +362,59 @@ def test_an_exactly_once_commit_waits_for_the_input_in_process(
 
     asyncio.run(run())
     assert seen == ([[5]] if atomic else [[]])
+
+
+@pytest.mark.parametrize("refused", [True, False])
+def test_an_exactly_once_commit_flushes_first_and_never_commits_a_refused_record(
+    consumer: SeekingConsumer, monkeypatch: pytest.MonkeyPatch, refused: bool
+) -> None:
+    """Point 16: aiokafka commits a transaction without waiting for its records, and commits it even when the
+    broker refused one. The commit flushes first; after a refusal it fails and commits nothing."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from faust.streams import _current_event
+
+    from streams.agents.delivery import DeliveryFailed
+    from streams.agents.transport import SourceTransactionManager
+
+    calls: list[str] = []
+
+    class Producer:
+        def __init__(self) -> None:
+            self._transaction_producers = {"tid": object()}
+
+        async def send(self, *_args: object, transactional_id: str | None = None) -> asyncio.Future[None]:
+            calls.append(f"send {transactional_id}")
+            self.delivery = asyncio.get_running_loop().create_future()
+            return self.delivery
+
+        async def flush(self) -> None:
+            calls.append("flush")
+            if refused:
+                self.delivery.set_exception(RuntimeError("MessageSizeTooLargeError"))
+            else:
+                self.delivery.set_result(None)
+            await asyncio.sleep(0)  # the delivery's callbacks run
+
+        async def commit_transactions(self, *_args: object, **_kwargs: object) -> None:
+            calls.append("commit")
+
+    producer = Producer()
+    manager = SourceTransactionManager(consumer.transport, consumer=consumer, producer=producer)
+    monkeypatch.setattr(manager, "_transaction_of", lambda *_: "tid")
+    monkeypatch.setattr(manager.app.assignor, "group_for_topic", lambda _topic: 0)
+    event = SimpleNamespace(message=SimpleNamespace(tp=tp))
+
+    async def run() -> None:
+        _current_event.set(lambda: event)
+        await manager.send("chunks.created", b"k", b"v", None, None, None)
+        await manager.commit({tp: 6})
+
+    if refused:
+        with pytest.raises(DeliveryFailed, match="MessageSizeTooLargeError"):
+            asyncio.run(run())
+        assert calls == ["send tid", "flush"]
+    else:
+        asyncio.run(run())
+        assert calls == ["send tid", "flush", "commit"]

@@ -111,6 +111,49 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
     assert {r.chunk_id: r.checksum for r in result.records()} == expected
 
 
+def test_under_exactly_once_a_refused_document_commits_nothing_and_is_assembled_after_a_restart(
+    tmp_path, bus: str
+) -> None:
+    """Under exactly-once nothing is held: the document, its done mark and the pages' offsets share one
+    transaction. aiokafka committed that transaction although the broker refused the document (transport point
+    16): the done mark committed, the document lost. Now the commit fails instead, the assembler stops with
+    nothing committed, and restarted with the topic's limit back it assembles the document, chunked once."""
+    if bus != "kafka":
+        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+    pages = make_pages("held-doc", ["harbour ledger " * 60 + ".", "granite lantern " * 60 + "."])
+    chunker = get_chunker("window")
+    doc = assemble(pages)
+    expected = {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+    settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0, processing_guarantee="exactly_once")
+    with LocalPipeline(settings, ["window"]) as pipeline:
+        live = pipeline.settings
+        collector = Collector(live, watch_documents=True)
+        try:
+            wait_split(live, 1, timeout=120)
+            limit = max_message_bytes(live.broker, live.topics.documents)
+            assert max_message_bytes(live.broker, live.topics.documents, "200") == "200"  # the document is larger
+            publish_pages(live, pages)
+            assembler = pipeline.workers["assembler"]
+            deadline = time.monotonic() + 120
+            while assembler.poll() is None:  # its next commit fails on the refusal: it stops
+                assert time.monotonic() < deadline, "the assembler went on after the broker refused its document"
+                time.sleep(0.5)
+            log = (live.data_dir / "logs" / "assembler.log").read_text(errors="replace")
+            assert "refused a record of an open transaction" in log
+            marks = [v for k, v in changelog(live.broker, live.partitions) if k and b"held-doc" in k]
+            assert all(b'"done"' not in (v or b"") for v in marks), marks
+            assert collector.produced(live.topics.documents) == 0
+            pipeline.stop_worker("assembler")
+            max_message_bytes(live.broker, live.topics.documents, limit)
+            pipeline.start_worker("assembler")
+            result = collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+        finally:
+            collector.close()
+    assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
+    assert {r.chunk_id: r.checksum for r in result.records()} == expected
+    assert result.duplicates == 0
+
+
 def test_a_document_topic_that_refuses_a_document_refuses_to_start_the_assembler(tmp_path, bus: str) -> None:
     """A topic whose max.message.bytes is below STREAMS_MAX_DOCUMENT_BYTES would refuse a document the assembler
     accepts: with the delivery gate that document is neither delivered nor dead-lettered, and the worker restarts
