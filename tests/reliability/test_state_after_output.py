@@ -24,7 +24,7 @@ from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
-from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages
 from streams.runtime.clients import group_id
 from streams.settings import Settings
 from tests.conftest import make_pages
@@ -74,13 +74,33 @@ def changelog(address: str, partitions: int) -> list[tuple[bytes, bytes | None]]
         consumer.close()
 
 
-def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp_path, bus: str) -> None:
-    if bus != "kafka":
-        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+def held_document() -> tuple[list[PageEvent], dict[str, str]]:
+    """Two pages whose document is larger than the 200 bytes the tests lower the document topic to, and the
+    chunks `window` makes of it."""
     pages = make_pages("held-doc", ["harbour ledger " * 60 + ".", "granite lantern " * 60 + "."])
     chunker = get_chunker("window")
     doc = assemble(pages)
-    expected = {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+    return pages, {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+
+
+def restarted_with_limit(pipeline: LocalPipeline, collector: Collector, limit: str) -> Collected:
+    """The document topic's limit back, the assembler started again: what became of the held document."""
+    live = pipeline.settings
+    max_message_bytes(live.broker, live.topics.documents, limit)
+    pipeline.start_worker("assembler")
+    return collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+
+
+def assert_chunked_once(result: Collected, expected: dict[str, str]) -> None:
+    assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
+    assert {r.chunk_id: r.checksum for r in result.records()} == expected
+    assert result.duplicates == 0
+
+
+def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp_path, bus: str) -> None:
+    if bus != "kafka":
+        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
+    pages, expected = held_document()
     settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0)
     with LocalPipeline(settings, ["window"]) as pipeline:
         live = pipeline.settings
@@ -102,13 +122,10 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
             assert marks and all(b'"done"' not in (v or b"") for v in marks), marks
             assert collector.produced(live.topics.documents) == 0
             pipeline.stop_worker("assembler", kill=True)
-            max_message_bytes(live.broker, live.topics.documents, limit)
-            pipeline.start_worker("assembler")
-            result = collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+            result = restarted_with_limit(pipeline, collector, limit)
         finally:
             collector.close()
-    assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
-    assert {r.chunk_id: r.checksum for r in result.records()} == expected
+    assert_chunked_once(result, expected)
 
 
 def test_under_exactly_once_a_refused_document_commits_nothing_and_is_assembled_after_a_restart(
@@ -120,10 +137,7 @@ def test_under_exactly_once_a_refused_document_commits_nothing_and_is_assembled_
     nothing committed, and restarted with the topic's limit back it assembles the document, chunked once."""
     if bus != "kafka":
         pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
-    pages = make_pages("held-doc", ["harbour ledger " * 60 + ".", "granite lantern " * 60 + "."])
-    chunker = get_chunker("window")
-    doc = assemble(pages)
-    expected = {r.chunk_id: r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))}
+    pages, expected = held_document()
     settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0, processing_guarantee="exactly_once")
     with LocalPipeline(settings, ["window"]) as pipeline:
         live = pipeline.settings
@@ -144,14 +158,10 @@ def test_under_exactly_once_a_refused_document_commits_nothing_and_is_assembled_
             assert all(b'"done"' not in (v or b"") for v in marks), marks
             assert collector.produced(live.topics.documents) == 0
             pipeline.stop_worker("assembler")
-            max_message_bytes(live.broker, live.topics.documents, limit)
-            pipeline.start_worker("assembler")
-            result = collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+            result = restarted_with_limit(pipeline, collector, limit)
         finally:
             collector.close()
-    assert not result.dead, [(d.reason_code, d.reason) for d in result.dead]
-    assert {r.chunk_id: r.checksum for r in result.records()} == expected
-    assert result.duplicates == 0
+    assert_chunked_once(result, expected)
 
 
 def test_a_document_topic_that_refuses_a_document_refuses_to_start_the_assembler(tmp_path, bus: str) -> None:
