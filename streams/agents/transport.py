@@ -1,5 +1,5 @@
 """The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
-embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13).
+embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 17).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -106,6 +106,14 @@ again from the committed offsets. Seven things break that, each silently:
    commit flushes first and, after a refusal, fails instead of committing, as the at-least-once commit does
    (delivery.py): the worker stops, and its successor aborts the transaction.
 
+17. faust's, with `processing_guarantee="exactly_once"`: table recovery took a changelog's highwater from
+   aiokafka's `last_stable_offset`, which is only what the last fetch of that partition said. A partition just
+   assigned, never fetched, has none: its highwater read -1, recovery restored nothing, and the worker went on
+   with empty tables: a replica joining, or any worker restarted, forgot the half-assembled documents, done
+   marks and amendments of its partitions while their inputs stayed committed (a rebalance left 20 documents
+   of 40 never assembled). Here the highwater is asked of the broker, whose answer under read_committed is
+   the last stable offset.
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -116,7 +124,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from aiokafka import TopicPartition
 from aiokafka.consumer.fetcher import Fetcher
@@ -228,6 +236,11 @@ class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
     async def _thread_keepalive(self) -> None:
         async for _ in self.itertimer(KEEPALIVE_S, name=f"_thread_keepalive-{self.label}"):
             pass
+
+    async def _highwaters(self, partitions: list[TP]) -> Mapping[TP, int]:
+        """Point 17: the broker's end offsets, asked for. The consumer reads with read_committed under
+        exactly-once, so the answer is then the last stable offset."""
+        return cast(Mapping[TP, int], await self._ensure_consumer().end_offsets(partitions))
 
     async def seek_to_committed(self) -> Mapping[TP, int]:
         return await self.call_thread(self._seek_to_committed)
@@ -525,7 +538,7 @@ def _use_python_stream_iterator() -> None:
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-16, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-17, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -561,6 +574,9 @@ PATCHED_INTERNALS: dict[str, str] = {
     "faust.tables.base:Collection.send_changelog": "3dd3884e1b5fc0e1",
     "faust.transport.consumer:Consumer._commit_offsets": "1a69799041188441",
     "faust.transport.drivers.aiokafka:Producer.flush": "36d0cb3615f65b01",
+    # Point 17: recovery's highwaters under exactly-once came from the last fetch, not the broker.
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._highwaters": "a7f4f97d9f32aca2",
+    "faust.tables.recovery:Recovery._build_highwaters": "91b4cc0d3724ae7b",
 }
 
 
