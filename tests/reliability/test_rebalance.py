@@ -146,8 +146,12 @@ def test_recovery_asks_the_broker_for_a_fresh_changelogs_last_stable_offset(tmp_
         consumer.assign([part])  # assigned, never fetched: what recovery sees right after a rebalance
         thread = SimpleNamespace(consumer=SimpleNamespace(in_transaction=True), _ensure_consumer=lambda: consumer)
         try:
+            # The commit's answer comes before its markers are written: until then the stable offset is 0.
+            deadline = time.monotonic() + 30
+            while (ours := await SeekingConsumerThread._highwaters(thread, [part]))[part] != 6:  # type: ignore[arg-type]
+                assert time.monotonic() < deadline, ours
+                await asyncio.sleep(0.1)
             stock = await AIOKafkaConsumerThread._highwaters(thread, [part])  # type: ignore[arg-type]
-            ours = await SeekingConsumerThread._highwaters(thread, [part])  # type: ignore[arg-type]
         finally:
             await consumer.stop()
         return stock[part], ours[part]
