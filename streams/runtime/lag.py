@@ -42,7 +42,18 @@ def group_lag(settings: Settings, group: str, topics: list[str], timeout: float 
     A partition without a committed offset counts from the log start, which is what a new consumer with
     `auto.offset.reset=earliest` will read.
     """
-    consumer = Consumer({**client_config(settings), "group.id": group, "enable.auto.commit": False})
+    # read_uncommitted: librdkafka's default read_committed asks for stable offsets only, and while a worker's
+    # transaction holds uncommitted offsets for the group (one SIGKILLed between sending them and its commit)
+    # the broker answers "unstable" until the transaction ends, up to its timeout: the lag is the committed
+    # offsets either way.
+    consumer = Consumer(
+        {
+            **client_config(settings),
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": "read_uncommitted",
+        }
+    )
     try:
         wanted: list[TopicPartition] = []
         metadata = consumer.list_topics(timeout=timeout).topics

@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streams.ops.embedded import ServiceError, broker
 from streams.ops.lag import active_groups, lag_report
@@ -54,6 +54,41 @@ def test_lag_is_produced_minus_consumed_per_partition(tmp_path) -> None:
             assert row["lag"] == 5 - taken.get(partition, 0)
         assert report["totals"]["streams-sink-mongo"] == 10 - sum(taken.values()) == 7
         assert lag_report(settings, "streams-chunker-window")["totals"]["streams-chunker-window"] == 0
+
+
+def test_lag_is_read_while_a_transaction_holds_offsets_for_the_group(tmp_path) -> None:
+    """Under exactly-once a worker sends its input offsets inside its transaction; SIGKILLed before the commit,
+    it leaves them pending until a successor fences it or the transaction times out. Kafka then answers a
+    request for stable offsets with "unstable" for that long: the lag must still read the committed ones."""
+    from streams.runtime.lag import group_lag
+
+    with broker(tmp_path) as service:
+        settings = Settings(broker=service.address, partitions=2, data_dir=tmp_path)
+        ensure_topics(settings)
+        topic, group = settings.topics.documents, "streams-chunker-window"
+        plain = Producer({"bootstrap.servers": service.address})
+        for _ in range(4):
+            plain.produce(topic, key=b"k", value=b"v", partition=0)
+        plain.flush(10)
+        consumer = Consumer({"bootstrap.servers": service.address, "group.id": group, "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        worker = Producer({"bootstrap.servers": service.address, "transactional.id": "streams-chunker-window-0-0"})
+        worker.init_transactions(10)
+        worker.begin_transaction()
+        worker.produce(topic, key=b"k", value=b"out", partition=1)
+        worker.send_offsets_to_transaction([TopicPartition(topic, 0, 3)], consumer.consumer_group_metadata(), 10)
+        worker.flush(10)  # offsets pending in an open transaction, as a worker killed before its commit leaves them
+        started = time.monotonic()
+        rows = {r.partition: r for r in group_lag(settings, group, [topic], timeout=8)}
+        waited = time.monotonic() - started
+        worker.abort_transaction(10)
+        consumer.close()
+    assert rows[0].committed == 1 and rows[0].lag == 3  # the committed offset, not the pending one
+    assert waited < 5
 
 
 def _scrape(port: int, path: str = "/metrics") -> tuple[int, str]:
