@@ -61,6 +61,7 @@ class SinkRunner:
         self.tracker = Tracker(sink)
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
+        self._committed: dict[tuple[str, int], int] = {}  # what this process last committed, per partition
         self.group = group_id(f"sink-{sink.name}")
         self.consumer = quiet_consumer(
             Consumer(
@@ -202,17 +203,47 @@ class SinkRunner:
         metrics.LEDGER_PENDING.labels(self.sink.name).set(len(self.tracker.pending))
 
     def _commit_offsets(self, messages: list) -> list[TopicPartition]:
-        """Past every message consumed, except manifests: those stop at the oldest one still pending."""
+        """Past every message consumed, and past the commit markers consume() stepped over after the last of
+        them (its position), except manifests: those stop at the oldest one still pending."""
         latest: dict[tuple[str, int], int] = {}
         for message in messages:
             key = (message.topic(), message.partition())
             latest[key] = max(latest.get(key, -1), message.offset() + 1)
+        for tp in self.consumer.position([TopicPartition(t, p) for t, p in latest]):
+            latest[(tp.topic, tp.partition)] = max(latest[(tp.topic, tp.partition)], tp.offset)
+        return self._held_at_pending(latest)
+
+    def _held_at_pending(self, offsets: dict[tuple[str, int], int]) -> list[TopicPartition]:
         low = self.tracker.low_water()
         manifests = self.settings.topics.manifests
         return [
             TopicPartition(topic, partition, min(offset, low.get(partition, offset)) if topic == manifests else offset)
-            for (topic, partition), offset in latest.items()
+            for (topic, partition), offset in offsets.items()
         ]
+
+    def _commit(self, offsets: list[TopicPartition]) -> None:
+        self.consumer.commit(offsets=offsets, asynchronous=False)
+        self._committed.update({(tp.topic, tp.partition): tp.offset for tp in offsets})
+
+    def _past_markers(self) -> None:
+        """Under exactly-once the chunk, status and manifest topics end in commit markers: offsets without a
+        record, which consume() steps over without returning anything. A marker that arrives after the last
+        batch was committed would keep the group's lag above 0 for good; with nothing returned since, the
+        position is past markers alone, so it is committed."""
+        if not self._committed:
+            return
+        positions = self.consumer.position([TopicPartition(t, p) for t, p in self._committed])
+        ahead = {(tp.topic, tp.partition): tp.offset for tp in positions}
+        moved = [
+            tp
+            for tp in self._held_at_pending(ahead)
+            if tp.offset > self._committed.get((tp.topic, tp.partition), tp.offset)
+        ]
+        if moved:
+            try:
+                self._commit(moved)
+            except KafkaException as exc:
+                log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
 
     def _recheck(self) -> None:
         """While manifests are pending, ask the store again now and then (another replica may write)."""
@@ -231,7 +262,7 @@ class SinkRunner:
         ]
         if moved:
             try:
-                self.consumer.commit(offsets=moved, asynchronous=False)
+                self._commit(moved)
             except KafkaException as exc:
                 log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
 
@@ -246,6 +277,7 @@ class SinkRunner:
         self.has_partitions = bool(self.consumer.assignment())
         if not messages:
             self._recheck()
+            self._past_markers()
             return 0
         with self.consumer.busy():
             return self._handle(messages, stop)
@@ -261,7 +293,7 @@ class SinkRunner:
         arrived = [m.key().decode() for m in messages if m.topic() == manifests and m.key()]
         self._report([*arrived, *self.tracker.keys_for(touched)])
         try:
-            self.consumer.commit(offsets=self._commit_offsets(messages), asynchronous=False)
+            self._commit(self._commit_offsets(messages))
         except KafkaException as exc:  # e.g. rebalanced while writing: the batch is redelivered, harmlessly
             log.warning("sink %s: commit failed (%s); the batch will be redelivered", self.sink.name, exc)
             return len(messages)
