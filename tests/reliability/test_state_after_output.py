@@ -101,7 +101,8 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
     if bus != "kafka":
         pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
     pages, expected = held_document()
-    settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0)
+    # The gate of at-least-once, whatever the environment asks for: exactly-once has a test of its own below.
+    settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0, processing_guarantee="at_least_once")
     with LocalPipeline(settings, ["window"]) as pipeline:
         live = pipeline.settings
         collector = Collector(live, watch_documents=True)
