@@ -225,6 +225,15 @@ class SinkRunner:
         self.consumer.commit(offsets=offsets, asynchronous=False)
         self._committed.update({(tp.topic, tp.partition): tp.offset for tp in offsets})
 
+    def _commit_when_idle(self, offsets: list[TopicPartition]) -> None:
+        """A commit between batches; one that fails only warns: a later batch or idle step commits past it."""
+        if not offsets:
+            return
+        try:
+            self._commit(offsets)
+        except KafkaException as exc:
+            log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
+
     def _past_markers(self) -> None:
         """Under exactly-once the chunk, status and manifest topics end in commit markers: offsets without a
         record, which consume() steps over without returning anything. A marker that arrives after the last
@@ -234,16 +243,8 @@ class SinkRunner:
             return
         positions = self.consumer.position([TopicPartition(t, p) for t, p in self._committed])
         ahead = {(tp.topic, tp.partition): tp.offset for tp in positions}
-        moved = [
-            tp
-            for tp in self._held_at_pending(ahead)
-            if tp.offset > self._committed.get((tp.topic, tp.partition), tp.offset)
-        ]
-        if moved:
-            try:
-                self._commit(moved)
-            except KafkaException as exc:
-                log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
+        moved = [tp for tp in self._held_at_pending(ahead) if tp.offset > self._committed[(tp.topic, tp.partition)]]
+        self._commit_when_idle(moved)
 
     def _recheck(self) -> None:
         """While manifests are pending, ask the store again now and then (another replica may write)."""
@@ -260,11 +261,7 @@ class SinkRunner:
             for p in before
             if after.get(p) != before[p]
         ]
-        if moved:
-            try:
-                self._commit(moved)
-            except KafkaException as exc:
-                log.warning("sink %s: commit failed (%s)", self.sink.name, exc)
+        self._commit_when_idle(moved)
 
     def _position(self, partition: int) -> int:
         [tp] = self.consumer.position([TopicPartition(self.settings.topics.manifests, partition)])
