@@ -1,5 +1,5 @@
 """The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
-embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 17).
+embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 18).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -114,6 +114,14 @@ again from the committed offsets. Seven things break that, each silently:
    of 40 never assembled). Here the highwater is asked of the broker, whose answer under read_committed is
    the last stable offset.
 
+18. faust's and aiokafka's, on a topic with holes (transaction markers under `exactly_once`, compaction): a hole
+   after the last record is never committed through. aiokafka steps over markers without returning anything,
+   and faust only learns of a hole from the next record after it, so a drained worker's commit stayed before
+   the markers that ended its input's last transactions: its consumer lag stayed at 1 or 2 a partition for good,
+   and a user (or an autoscaler) watching lag could not tell a drained worker from a stuck one. Here what
+   aiokafka stepped over while it handed records out (the span its position moved, less the records it
+   returned) is noted as a hole, and a commit moves through holes that begin where it lands.
+
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
 """
@@ -123,11 +131,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any, cast
+from weakref import WeakKeyDictionary
 
 from aiokafka import TopicPartition
-from aiokafka.consumer.fetcher import Fetcher
+from aiokafka.consumer.fetcher import Fetcher, FetchResult
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
 from faust import current_event
 from faust import streams as faust_streams
@@ -208,6 +218,49 @@ def _rejoin_on_empty_assignment() -> None:
     CoordinatorGroupRebalance.perform_group_join = perform_group_join  # type: ignore[method-assign]
 
 
+#: Holes aiokafka stepped over in each assignment's partitions, noted by `_note_stepped_over` (point 18).
+_STEPPED_OVER: WeakKeyDictionary[Any, list[tuple[TopicPartition, int, int]]] = WeakKeyDictionary()
+
+
+def holes_between(start: int, end: int, offsets: list[int]) -> list[tuple[int, int]]:
+    """The offsets of [start, end) that are not in `offsets` (ascending), as inclusive (first, last) runs."""
+    holes: list[tuple[int, int]] = []
+    expected = start
+    for offset in offsets:
+        if offset > expected:
+            holes.append((expected, offset - 1))
+        expected = max(expected, offset + 1)
+    if end > expected:
+        holes.append((expected, end - 1))
+    return holes
+
+
+def _note_stepped_over() -> None:
+    """Patch aiokafka's hand-out of fetched records once per process (point 18 above). Handing records out
+    moves a partition's position from where it was over them and over any markers or aborted records after
+    or between them, in one synchronous step: the span less the records returned holds no record."""
+    if getattr(FetchResult.getall, "notes_holes", False):
+        return
+    original = FetchResult.getall
+
+    def getall(self: FetchResult, max_records: int | None = None) -> list[Any]:
+        assignment = self._assignment
+        state = assignment.state_value(self._topic_partition) if assignment.active else None
+        start = state.position if state is not None and state.has_valid_position else None
+        records: list[Any] = original(self, max_records)
+        end = state.position if state is not None and state.has_valid_position else None
+        if start is not None and end is not None and end > start:
+            holes = holes_between(start, end, [record.offset for record in records])
+            if holes:
+                noted = _STEPPED_OVER.setdefault(assignment, [])
+                noted.extend((self._topic_partition, first, last) for first, last in holes)
+        return records
+
+    getall.notes_holes = True  # type: ignore[attr-defined]
+    getall.__wrapped__ = original  # type: ignore[attr-defined]
+    FetchResult.getall = getall  # type: ignore[method-assign]
+
+
 class QuietMonitor(Monitor):
     """faust's monitor, sampling every `MONITOR_SAMPLE_S` (point 9); set as the app's `Monitor`."""
 
@@ -219,6 +272,26 @@ class QuietMonitor(Monitor):
 
 
 class SeekingConsumerThread(driver.AIOKafkaConsumerThread):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.holes: deque[tuple[TP, int, int]] = deque()  # point 18: filled in this thread, taken by the consumer
+
+    async def _fetch_records(
+        self,
+        consumer: Any,
+        active_partitions: Any,
+        timeout: float | None = None,
+        max_records: int | None = None,
+    ) -> Any:
+        """Point 18: the holes stepped over while these records were handed out travel with them."""
+        try:
+            return await super()._fetch_records(consumer, active_partitions, timeout=timeout, max_records=max_records)
+        finally:
+            subscription = consumer._subscription.subscription
+            if subscription is not None:
+                for tp, first, last in _STEPPED_OVER.pop(subscription.assignment, ()):
+                    self.holes.append((TP(tp.topic, tp.partition), first, last))
+
     def _create_consumer(self, loop: asyncio.AbstractEventLoop) -> Any:
         consumer = super()._create_consumer(loop)
         consumer._consumer_timeout = FETCH_LOOP_WAKE_S  # the fetcher's wake-up, read when it starts (point 9)
@@ -373,6 +446,44 @@ class SeekingConsumer(driver.Consumer):
                 return None
         return super()._new_offset(tp)
 
+    def _filter_committable_offsets(self, tps: Any) -> dict[TP, int]:
+        """Point 18: a commit moves on through the holes that begin where it lands, also with nothing new acked
+        (the markers after a drained partition's last record)."""
+        tps = list(tps)
+        offsets: dict[TP, int] = super()._filter_committable_offsets(tps)
+        for tp in tps:
+            if self._dense(tp.topic):
+                continue
+            start = offsets.get(tp)
+            if start is None and not self._acked[tp]:
+                start = self._committed_offset[tp]
+                start = self._start.get(tp) if start is None else start
+            if start is not None and (end := self._through_holes(tp, start)) > start and self._should_commit(tp, end):
+                offsets[tp] = end
+        return offsets
+
+    def _through_holes(self, tp: TP, offset: int) -> int:
+        """The first offset at or after `offset` that is not in a hole (point 18)."""
+        gaps: IntervalTree = self._gap[tp]
+        end = offset
+        while covering := gaps.at(end):
+            end = max(interval.end for interval in covering)
+        if end > offset:
+            gaps.chop(0, end)
+        return end
+
+    def _note_holes(self) -> None:
+        """Point 18: the holes the consumer thread stepped over, as gaps of the partitions that have them."""
+        holes = self._thread.holes
+        while holes:
+            tp, first, last = holes.popleft()
+            if self._dense(tp.topic) or not self.app.topics.acks_enabled_for(tp.topic):
+                continue
+            base = self._committed_offset[tp]
+            first = max(first, base if base is not None else first)
+            if first <= last:
+                self._gap[tp].addi(first, last + 1)
+
     def _held_before(self, tp: TP, base: int) -> None:
         """Point 7's net: a commit held before `base` while later offsets are done means `base` was lost."""
         held, now = self._held.get(tp), time.monotonic()
@@ -397,6 +508,7 @@ class SeekingConsumer(driver.Consumer):
                 if await self._rewind(tp, offset, None, "dropped mid-rebalance"):
                     self._head[tp] = offset
         records, active = await super()._wait_next_records(timeout)
+        self._note_holes()
         if not records or active is None:
             return records, active
         records = await self._keep_paused_batches(records, active)
@@ -529,6 +641,7 @@ class Transport(driver.Transport):
         super().__init__(*args, **kwargs)
         _use_python_stream_iterator()
         _rejoin_on_empty_assignment()
+        _note_stepped_over()
 
 
 def _use_python_stream_iterator() -> None:
@@ -538,7 +651,7 @@ def _use_python_stream_iterator() -> None:
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-17, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-18, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
@@ -577,6 +690,10 @@ PATCHED_INTERNALS: dict[str, str] = {
     # Point 17: recovery's highwaters under exactly-once came from the last fetch, not the broker.
     "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._highwaters": "a7f4f97d9f32aca2",
     "faust.tables.recovery:Recovery._build_highwaters": "91b4cc0d3724ae7b",
+    # Point 18: holes after the last record, which aiokafka steps over and faust's commit never passes.
+    "aiokafka.consumer.fetcher:FetchResult.getall": "3e717e30de5068d5",
+    "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._fetch_records": "39a2c6c79fc1455a",
+    "faust.transport.consumer:Consumer._filter_committable_offsets": "dc5e9baf5d994485",
 }
 
 

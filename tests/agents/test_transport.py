@@ -14,7 +14,7 @@ from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
 from streams.agents.app import make_app
-from streams.agents.transport import SeekingConsumer
+from streams.agents.transport import SeekingConsumer, holes_between
 from streams.settings import Settings
 
 TOPIC = "documents.assembled"
@@ -171,6 +171,55 @@ def test_holes_are_committed_through_in_one_commit(consumer: SeekingConsumer) ->
         processed(each, 20, 21, at=versions)
     assert stock._new_offset(versions) == 16
     assert consumer._new_offset(versions) == 22
+
+
+def test_holes_after_the_last_record_are_committed_through(consumer: SeekingConsumer) -> None:
+    """Point 18: the commit markers after a drained partition's last record are holes no later record reveals.
+    Stock faust commits up to them and never past (lag 1 or 2 for good); the noted holes take the commit to the
+    end, in the same commit or, for markers stepped over after it, in the next one with nothing new acked."""
+    versions = TP("documents.versions", 0)
+    consumer.app.topics.acking_topics.add(versions.topic)  # as for the topics an agent reads
+    stock = driver.Consumer(
+        consumer.transport,
+        callback=consumer.callback,
+        on_partitions_revoked=consumer._on_partitions_revoked,
+        on_partitions_assigned=consumer._on_partitions_assigned,
+    )
+    for each in (stock, consumer):
+        each._committed_offset[versions] = 10
+        processed(each, 10, 11, at=versions)
+    consumer._thread.holes.append((versions, 12, 13))  # stepped over after record 11: two markers
+    consumer._note_holes()
+    assert stock._filter_committable_offsets([versions]) == {versions: 12}
+    assert consumer._filter_committable_offsets([versions]) == {versions: 14}
+    consumer._committed_offset[versions] = 14
+    assert consumer._filter_committable_offsets([versions]) == {}
+    consumer._thread.holes.extend([(versions, 14, 14), (versions, 9, 9)])  # a later marker; one below the commit
+    consumer._note_holes()
+    assert consumer._filter_committable_offsets([versions]) == {versions: 15}
+
+
+def test_a_hole_is_not_committed_through_before_an_unprocessed_record(consumer: SeekingConsumer) -> None:
+    """Point 18 moves a commit only from where it lands: a record before the hole not processed yet holds it,
+    and on a topic without holes (at-least-once, not compacted) a jump is never taken as one."""
+    versions = TP("documents.versions", 0)
+    consumer.app.topics.acking_topics.add(versions.topic)  # as for the topics an agent reads
+    consumer.on_sought({versions: 10, tp: 10})
+    consumer._committed_offset[versions] = consumer._committed_offset[tp] = 10
+    processed(consumer, 12, at=versions)  # 10 and 11 not processed yet
+    processed(consumer, 10, 11, at=tp)
+    consumer._thread.holes.extend([(versions, 13, 13), (tp, 12, 13)])
+    consumer._note_holes()
+    assert not consumer._gap[tp]
+    assert consumer._filter_committable_offsets([versions, tp]) == {tp: 12}
+    processed(consumer, 10, 11, at=versions)
+    assert consumer._filter_committable_offsets([versions]) == {versions: 14}
+
+
+def test_the_holes_stepped_over_are_what_the_position_passed_less_the_records() -> None:
+    assert holes_between(5, 10, [5, 7, 8]) == [(6, 6), (9, 9)]
+    assert holes_between(5, 7, []) == [(5, 6)]
+    assert holes_between(5, 8, [5, 6, 7]) == []
 
 
 def test_a_hand_over_cut_short_by_a_rebalance_is_fetched_again(consumer: SeekingConsumer) -> None:

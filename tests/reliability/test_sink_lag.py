@@ -1,9 +1,11 @@
-"""Under exactly-once the sinks' input topics end in commit markers: offsets that hold no record.
+"""Under exactly-once the input topics of the chunkers and the sinks end in commit markers: offsets that hold
+no record.
 
-Why: a sink commits the offsets of what it stored. A marker after the last record is never returned by the
-consumer, so committing only past records left each partition's lag at 1 or 2 for good (one marker per
-transaction that wrote there), and a user watching consumer lag could never tell a drained sink from a
-stuck one. The sink commits its position, which the consumer moves past markers.
+Why: a sink commits the offsets of what it stored, and a worker those of what it processed. A marker after the
+last record is never returned by the consumer, so committing only past records left each partition's lag at 1
+or 2 for good (one marker per transaction that wrote there), and a user or an autoscaler watching consumer lag
+could never tell a drained sink or chunker from a stuck one. The sink commits its position, which the consumer
+moves past markers; a worker commits through the holes its consumer stepped over (transport point 18).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tests.reliability.clean_run import documents, expected_chunks, stored_chunk
 pytestmark = pytest.mark.integration
 
 
-def test_under_exactly_once_a_drained_sink_shows_no_lag(tmp_path) -> None:
+def test_under_exactly_once_a_drained_chunker_and_sink_show_no_lag(tmp_path) -> None:
     docs = documents(8, "drained", pages=(1, 2), page_words=(40, 160))
     expected = expected_chunks(docs)
     settings = pipeline_settings(tmp_path, processing_guarantee="exactly_once")
@@ -29,14 +31,20 @@ def test_under_exactly_once_a_drained_sink_shows_no_lag(tmp_path) -> None:
         live = pipeline.settings
         publish_pages(live, [p for d in docs for p in d])
         stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=120)
-        topics = [live.topics.chunks, live.topics.status, live.topics.manifests]
+        groups = {
+            "streams-chunker-window": [live.topics.documents, live.topics.versions],
+            "streams-sink-mongo": [live.topics.chunks, live.topics.status, live.topics.manifests],
+        }
         deadline = time.monotonic() + 30
-        while (lag := {(r.topic, r.partition): r.lag for r in group_lag(live, "streams-sink-mongo", topics)}) and any(
-            lag.values()
-        ):
-            pipeline.check_workers()
-            assert time.monotonic() < deadline, f"the sink never committed through to the end: {lag}"
-            time.sleep(0.5)
-        markers = transaction_markers(live, live.topics.chunks)
+        for group, topics in groups.items():
+            while (lag := {(r.topic, r.partition): r.lag for r in group_lag(live, group, topics)}) and any(
+                lag.values()
+            ):
+                pipeline.check_workers()
+                assert time.monotonic() < deadline, f"{group} never committed through to the end: {lag}"
+                time.sleep(0.5)
+            assert lag, f"{group} committed nothing"
+        markers = {topic: transaction_markers(live, topic) for topic in (live.topics.documents, live.topics.chunks)}
     assert stored == expected and rows == len(expected)
-    assert markers > 0  # the chunks were written in transactions, so their topic holds markers to pass
+    # the documents and chunks were written in transactions, so their topics hold markers to pass
+    assert all(markers.values()), markers
