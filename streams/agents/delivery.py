@@ -17,7 +17,11 @@ Under exactly-once the outputs and the changelog share one transaction, so nothi
 other order matters: a commit must not fall inside an input's processing. Its outputs sent so far would
 commit in the transaction while its offset, not acked yet, would not, and a worker killed before the next
 commit did them again. `DeliveryGate.step()` holds the gate's lock over one input and acks it before letting
-go; the consumer's commit takes the same lock (transport.py, point 15).
+go; the consumer's commit takes the same lock (transport.py, point 15). A step that raises (a send that
+failed) leaves part of its input's outputs in the open transaction, and faust restarts the agent and acks the
+input anyway, so no commit may follow: the worker stops at its next commit, and its successor aborts the
+transaction and takes the input again (a document's first chunks committed, the rest and its manifest never,
+on both brokers, before).
 """
 
 from __future__ import annotations
@@ -78,6 +82,7 @@ class DeliveryGate:
         self._changed = asyncio.Event()
         self.appended = 0  # entries ever queued
         self.released = 0  # entries whose writes were sent
+        self.failed: BaseException | None = None  # atomic: an input's step raised; no commit may follow
 
     @contextmanager
     def capture(self) -> Iterator[Held]:
@@ -110,8 +115,14 @@ class DeliveryGate:
                 yield held
             return
         async with self.lock:
-            with self.capture() as held:
-                yield held
+            try:
+                with self.capture() as held:
+                    yield held
+            except Exception as exc:
+                # Part of its outputs are in the open transaction, and faust will ack the input when its stream's
+                # iterator is finalised, or commit past it with the inputs after it: never commit again here.
+                self.failed = self.failed or exc
+                raise
             message = event.message
             if event.ack():  # faust's own ack after the agent's step is then a no-op: report it as faust would
                 event.app.sensors.on_message_out(message.tp, message.offset, message)

@@ -97,7 +97,9 @@ again from the committed offsets. Seven things break that, each silently:
    through an input's sends. Those sends then commit in the transaction without the input's offset, which
    is acked only when the agent asks for the next input, and a worker killed before the next commit sent
    them again. Here an agent's step holds a lock that the commit takes too, and acks its input before
-   letting go (`DeliveryGate.step`, delivery.py).
+   letting go (`DeliveryGate.step`, delivery.py). A step that raises halfway (a send that failed) leaves part
+   of its outputs in the open transaction, and faust restarts the agent and acks or commits past the input
+   anyway: every commit after it fails, the worker stops, and its successor aborts the transaction.
 
 16. aiokafka's, with `processing_guarantee="exactly_once"`: a transaction's commit is sent without waiting for its
    records, and a record the broker refuses (a topic's max.message.bytes lowered under a running worker) fails
@@ -546,6 +548,8 @@ class SeekingConsumer(driver.Consumer):
         if gate is None or not gate.atomic:
             return await super().force_commit(topics, start_new_transaction=start_new_transaction)
         async with gate.lock:
+            if gate.failed is not None:
+                raise DeliveryFailed(f"an input failed halfway ({gate.failed!r}); its transaction is not committed")
             return await super().force_commit(topics, start_new_transaction=start_new_transaction)
 
     def ack(self, message: Message) -> bool:

@@ -467,3 +467,47 @@ def test_an_exactly_once_commit_flushes_first_and_never_commits_a_refused_record
     else:
         asyncio.run(run())
         assert calls == ["send tid", "flush", "commit"]
+
+
+def test_under_exactly_once_no_commit_follows_an_input_that_failed_halfway(
+    consumer: SeekingConsumer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An input whose step raised (a send that failed) has part of its outputs in the open transaction, and
+    faust acks it anyway once the agent restarts: every commit after it fails, so the worker stops and its
+    successor aborts the transaction. An input that went through commits as before."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from streams.agents.delivery import DeliveryFailed, DeliveryGate
+
+    commits: list[str] = []
+
+    async def commit(self: driver.Consumer, topics: object = None, start_new_transaction: bool = True) -> bool:
+        commits.append("commit")
+        return True
+
+    monkeypatch.setattr(driver.Consumer, "force_commit", commit)
+    gate = DeliveryGate(enabled=False, atomic=True)
+    consumer.transport.delivery_gate = gate
+    event = SimpleNamespace(
+        message=SimpleNamespace(tp=tp, offset=5),
+        app=SimpleNamespace(sensors=SimpleNamespace(on_message_out=lambda *_: None)),
+        ack=lambda: True,
+    )
+
+    async def step(fail: bool) -> None:
+        async with gate.step(event):
+            if fail:
+                raise RuntimeError("a send that raises")
+
+    async def run() -> None:
+        await step(fail=False)
+        await consumer.force_commit()
+        with pytest.raises(RuntimeError):
+            await step(fail=True)
+        for _ in range(2):
+            with pytest.raises(DeliveryFailed, match="a send that raises"):
+                await consumer.force_commit()
+
+    asyncio.run(run())
+    assert commits == ["commit"]
