@@ -30,6 +30,16 @@ def consumer(tmp_path: Path) -> SeekingConsumer:
     return consumer
 
 
+def stock_consumer(consumer: SeekingConsumer) -> driver.Consumer:
+    """faust's own consumer on the same transport: what a correction changes is measured against it."""
+    return driver.Consumer(
+        consumer.transport,
+        callback=consumer.callback,
+        on_partitions_revoked=consumer._on_partitions_revoked,
+        on_partitions_assigned=consumer._on_partitions_assigned,
+    )
+
+
 def processed(consumer: driver.Consumer, *offsets: int, at: TP = tp) -> None:
     for offset in offsets:
         consumer._acked[at].append(offset)
@@ -39,12 +49,7 @@ def processed(consumer: driver.Consumer, *offsets: int, at: TP = tp) -> None:
 def test_stock_faust_commits_past_a_skipped_first_message(consumer: SeekingConsumer) -> None:
     """Why the override exists: after a seek to 0 faust forgets the position and commits 2 although
     message 0 was never processed. If this starts failing, faust fixed it and the override can go."""
-    stock = driver.Consumer(
-        consumer.transport,
-        callback=consumer.callback,
-        on_partitions_revoked=consumer._on_partitions_revoked,
-        on_partitions_assigned=consumer._on_partitions_assigned,
-    )
+    stock = stock_consumer(consumer)
     processed(stock, 1)
     assert stock._new_offset(tp) == 2
 
@@ -154,12 +159,7 @@ def test_holes_are_committed_through_in_one_commit(consumer: SeekingConsumer) ->
 
     versions = TP("documents.versions", 0)
     assert "documents.versions" in consumer.transport.sparse_topics
-    stock = driver.Consumer(
-        consumer.transport,
-        callback=consumer.callback,
-        on_partitions_revoked=consumer._on_partitions_revoked,
-        on_partitions_assigned=consumer._on_partitions_assigned,
-    )
+    stock = stock_consumer(consumer)
     for each in (stock, consumer):
         if each is consumer:
             consumer.on_sought({versions: 10})
@@ -179,12 +179,7 @@ def test_holes_after_the_last_record_are_committed_through(consumer: SeekingCons
     end, in the same commit or, for markers stepped over after it, in the next one with nothing new acked."""
     versions = TP("documents.versions", 0)
     consumer.app.topics.acking_topics.add(versions.topic)  # as for the topics an agent reads
-    stock = driver.Consumer(
-        consumer.transport,
-        callback=consumer.callback,
-        on_partitions_revoked=consumer._on_partitions_revoked,
-        on_partitions_assigned=consumer._on_partitions_assigned,
-    )
+    stock = stock_consumer(consumer)
     for each in (stock, consumer):
         each._committed_offset[versions] = 10
         processed(each, 10, 11, at=versions)
