@@ -251,7 +251,8 @@ def _note_stepped_over() -> None:
         start = state.position if state is not None and state.has_valid_position else None
         records: list[Any] = original(self, max_records)
         end = state.position if state is not None and state.has_valid_position else None
-        if start is not None and end is not None and end > start:
+        # The usual hand-out covers exactly its records (offsets are unique and within the span): nothing to note.
+        if start is not None and end is not None and end - start > len(records):
             holes = holes_between(start, end, [record.offset for record in records])
             if holes:
                 noted = _STEPPED_OVER.setdefault(assignment, [])
@@ -427,10 +428,13 @@ class SeekingConsumer(driver.Consumer):
         for tp in starts:
             self._refetch.pop(tp, None)
 
-    def _new_offset(self, tp: TP) -> int | None:
+    def _base(self, tp: TP) -> int | None:
+        """Where the partition's commit stands: faust's committed offset, or where it was sought (faust drops 0)."""
         base = self._committed_offset[tp]
-        if base is None:
-            base = self._start.get(tp)
+        return self._start.get(tp) if base is None else base
+
+    def _new_offset(self, tp: TP) -> int | None:
+        base = self._base(tp)
         acked = self._acked[tp]
         if base is not None and acked:
             stale = [offset for offset in acked if offset < base]
@@ -458,8 +462,7 @@ class SeekingConsumer(driver.Consumer):
                 continue
             start = offsets.get(tp)
             if start is None and not self._acked[tp]:
-                start = self._committed_offset[tp]
-                start = self._start.get(tp) if start is None else start
+                start = self._base(tp)
             if start is not None and (end := self._through_holes(tp, start)) > start and self._should_commit(tp, end):
                 offsets[tp] = end
         return offsets
@@ -482,7 +485,8 @@ class SeekingConsumer(driver.Consumer):
             if self._dense(tp.topic) or not self.app.topics.acks_enabled_for(tp.topic):
                 continue
             base = self._committed_offset[tp]
-            first = max(first, base if base is not None else first)
+            if base is not None:
+                first = max(first, base)
             if first <= last:
                 self._gap[tp].addi(first, last + 1)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.runtime.clients import group_id
 from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
@@ -55,8 +56,9 @@ FAIL_ONCE = textwrap.dedent(
 
 
 def drained(settings: Settings) -> bool:
-    """The window chunker has committed every assembled document there is, and there are six."""
-    rows = group_lag(settings, "streams-chunker-window", [settings.topics.documents])
+    """The window chunker has committed everything there is on the document topic, which holds at least six
+    offsets (the documents, and under exactly-once their commit markers too)."""
+    rows = group_lag(settings, group_id("chunker-window"), [settings.topics.documents])
     return bool(rows) and not any(r.lag for r in rows) and sum(r.end for r in rows) >= 6
 
 

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from streams.ops.pipeline import LocalPipeline, publish_pages
+from streams.runtime.clients import group_id
 from streams.runtime.lag import group_lag
 from tests.integration.conftest import pipeline_settings
 from tests.integration.test_pipeline import transaction_markers
@@ -32,8 +33,8 @@ def test_under_exactly_once_a_drained_chunker_and_sink_show_no_lag(tmp_path) -> 
         publish_pages(live, [p for d in docs for p in d])
         stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=120)
         groups = {
-            "streams-chunker-window": [live.topics.documents, live.topics.versions],
-            "streams-sink-mongo": [live.topics.chunks, live.topics.status, live.topics.manifests],
+            group_id("chunker-window"): [live.topics.documents, live.topics.versions],
+            group_id("sink-mongo"): [live.topics.chunks, live.topics.status, live.topics.manifests],
         }
         deadline = time.monotonic() + 30
         for group, topics in groups.items():
