@@ -196,8 +196,7 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
         async for event in stream.events():
             # The tables' writes for this input reach their changelogs once its outputs are delivered: a
             # document marked done on the changelog but lost on the topic would be lost for good (delivery.py).
-            async with gate.step(event) as held:
-                held.after(await assemble_one(event))
+            await gate.run(event, assemble_one)
 
     async def assemble_one(event: faust.EventT) -> list[Any]:
         """One page or tick: the delivery futures of what it sent."""
@@ -338,8 +337,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
         async for event in stream.events():
             # The versions table's write for this document reaches its changelog once the chunks and flips
             # are delivered: a state that names chunks the topic never got would skip their flips (delivery.py).
-            async with gate.step(event) as held:
-                held.after(await chunk_one(event))
+            await gate.run(event, chunk_one)
 
     async def chunk_one(event: faust.EventT) -> list[Any]:
         """One assembled document or version record: the delivery futures of what it sent."""

@@ -21,13 +21,15 @@ go; the consumer's commit takes the same lock (transport.py, point 15). A step t
 failed) leaves part of its input's outputs in the open transaction, and faust restarts the agent and acks the
 input anyway, so no commit may follow: the worker stops at its next commit, and its successor aborts the
 transaction and takes the input again (a document's first chunks committed, the rest and its manifest never,
-on both brokers, before).
+on both brokers, before). And an input already processed in the open transaction, or committed, is fetched again
+after a seek (transport.py, point 19): `run()` does not process it twice.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -38,6 +40,7 @@ import faust
 from faust.transport.drivers import aiokafka as driver
 
 Write = Callable[[], Any]
+log = logging.getLogger("streams.agents")
 
 
 class DeliveryFailed(RuntimeError):
@@ -52,6 +55,7 @@ class Held:
         self.writes: list[Write] = []
         self.pending = 0  # outputs not delivered yet
         self.error: BaseException | None = None  # an output failed, or the input did: never release
+        self.repeat = False  # exactly-once: the input's outputs are committed or in the open transaction already
 
     def after(self, futures: Sequence[Awaitable[Any]]) -> None:
         """Release the writes once every one of `futures` is done (at once when there are none)."""
@@ -117,6 +121,7 @@ class DeliveryGate:
         async with self.lock:
             try:
                 with self.capture() as held:
+                    held.repeat = _already_processed(event)
                     yield held
             except Exception as exc:
                 # Part of its outputs are in the open transaction, and faust will ack the input when its stream's
@@ -126,6 +131,15 @@ class DeliveryGate:
             message = event.message
             if event.ack():  # faust's own ack after the agent's step is then a no-op: report it as faust would
                 event.app.sensors.on_message_out(message.tp, message.offset, message)
+
+    async def run(self, event: faust.EventT, work: Callable[[faust.EventT], Awaitable[Sequence[Any]]]) -> None:
+        """`work` on one input inside `step()`, unless the input is a repeat; its result is the delivery futures
+        of what it sent, which its table writes wait for."""
+        async with self.step(event) as held:
+            if held.repeat:
+                log.debug("%s-%s@%s: processed already in this transaction", *event.message.tp, event.message.offset)
+            else:
+                held.after(await work(event))
 
     def hold(self, write: Write) -> bool:
         """Called for every changelog send: True when it is held (inside `capture`), else send it now."""
@@ -155,6 +169,12 @@ class DeliveryGate:
                 raise DeliveryFailed(f"an output was not delivered ({head.error!r}); its state is not written")
             self._changed.clear()
             await self._changed.wait()
+
+
+def _already_processed(event: faust.EventT) -> bool:
+    """Asked of the consumer (transport.py, point 19); an app without that consumer has no repeats."""
+    check = getattr(getattr(event.app, "consumer", None), "already_processed", None)
+    return bool(check is not None and check(event.message))
 
 
 @dataclass(frozen=True)

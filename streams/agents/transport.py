@@ -1,5 +1,5 @@
 """The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
-embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 18).
+embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 19).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -123,6 +123,15 @@ again from the committed offsets. Seven things break that, each silently:
    and a user (or an autoscaler) watching lag could not tell a drained worker from a stuck one. Here what
    aiokafka stepped over while it handed records out (the span its position moved, less the records it
    returned) is noted as a hole, and a commit moves through holes that begin where it lands.
+
+19. faust's, with `processing_guarantee="exactly_once"`: the same input could be processed twice in one
+   transaction. faust's recovery resumes the stream partitions before it seeks them to their committed offsets,
+   so a worker starting after a restart fetched and processed inputs, and the seek then reset faust's read
+   offsets and fetched them again (and point 5 fetched again what the resumed flow cleared from the queues).
+   Both outputs committed in the transaction: a chunker restarted after a failed send wrote a document's chunks
+   twice (3 runs of 4 on Kafka). Here an input whose offset is already committed, or acked in the open
+   transaction, is not processed again (`DeliveryGate.run`, delivery.py). A transaction that aborts takes its
+   acks with it: faust forgets a partition's acks when it is revoked, before its transaction is stopped.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -556,7 +565,17 @@ class SeekingConsumer(driver.Consumer):
                 raise DeliveryFailed(f"an input failed halfway ({gate.failed!r}); its transaction is not committed")
             return await super().force_commit(topics, start_new_transaction=start_new_transaction)
 
+    def already_processed(self, message: Message) -> bool:
+        """Point 19: under exactly-once, an input whose outputs are committed, or in the open transaction."""
+        if not self.app.in_transaction:
+            return False
+        tp, offset = message.tp, message.offset
+        base = self._base(tp)
+        return (base is not None and offset < base) or offset in self._acked_index.get(tp, ())
+
     def ack(self, message: Message) -> bool:
+        if self.already_processed(message):  # point 19: faust's own ack, a no-op; never fetched again
+            return super().ack(message)
         # The same test faust's stream makes before it skips (and then acks) a message mid-rebalance.
         if not self.app.flow_control.is_active() or message.generation_id != self.app.consumer_generation_id:
             log.debug("not acking %s-%s@%s: skipped mid-rebalance", message.topic, message.partition, message.offset)

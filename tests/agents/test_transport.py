@@ -506,3 +506,48 @@ def test_under_exactly_once_no_commit_follows_an_input_that_failed_halfway(
 
     asyncio.run(run())
     assert commits == ["commit"]
+
+
+@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+def test_under_exactly_once_an_input_is_processed_once_however_often_it_is_fetched(
+    tmp_path: Path, guarantee: str
+) -> None:
+    """Point 19: faust's recovery fetched inputs before it sought their partitions to the committed offsets, and
+    then fetched them again; both outputs committed in one transaction. Under exactly-once an input already acked
+    in the open transaction, or below the committed offset, is not processed again, and its repeat never sends
+    its partition back to fetch it once more. Under at-least-once repeats are processed (their ids are
+    deterministic) as before."""
+    import asyncio
+
+    from faust.events import Event
+    from faust.types.tuples import ConsumerMessage
+
+    app = make_app("chunker-test", Settings(data_dir=tmp_path, broker="127.0.0.1:9", processing_guarantee=guarantee))
+    app.in_worker = True  # as faust's worker sets it: transactions are a worker's
+    app.flow_control.resume()  # as after recovery
+    app.topics.acking_topics.add(TOPIC)  # as for the topics an agent reads
+    consumer = app.consumer
+    assert isinstance(consumer, SeekingConsumer)
+    consumer.on_sought({tp: 3})
+    consumer._committed_offset[tp] = 3
+    worked: list[int] = []
+
+    async def work(event: Event) -> list[object]:
+        worked.append(event.message.offset)
+        return []
+
+    def fetched(offset: int) -> Event:
+        message = ConsumerMessage(TOPIC, tp.partition, offset, 0.0, 0, None, b"k", b"v", None, tp=tp, generation_id=0)
+        return Event(app, b"k", b"v", None, message)
+
+    async def run() -> None:
+        for offset in (2, 3, 4, 3, 4, 5):  # 2 committed already; 3 and 4 fetched again after a seek
+            await app.transport.delivery_gate.run(fetched(offset), work)
+
+    asyncio.run(run())
+    if guarantee == "exactly_once":
+        assert worked == [3, 4, 5]
+        assert consumer._acked[tp] == [3, 4, 5]
+        assert not consumer._refetch
+    else:  # the step does not ack there: faust's stream does, when the agent asks for the next input
+        assert worked == [2, 3, 4, 3, 4, 5]
