@@ -355,12 +355,15 @@ def up(
     from streams.core.chunkers import available_strategies
     from streams.ops.demo import DEFAULT_DEMO
     from streams.ops.up import run_up
+    from streams.runtime.clients import exactly_once_caveat
     from streams.strategies import check_options
 
     built = set(available_strategies())
     settings = _with_broker_kind(Settings(), broker_kind)
     chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
+    if caveat := exactly_once_caveat(settings):
+        err.print(f"[yellow]warning:[/] {caveat}", highlight=False)
     if ui:
         from streams.ui.app import check_bind
 
