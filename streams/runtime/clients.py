@@ -110,13 +110,13 @@ def fetch_config(settings: Settings) -> dict[str, object]:
 def exactly_once_caveat(settings: Settings) -> str | None:
     """What exactly-once cannot promise on the embedded broker, said once at start-up (None elsewhere): noida-db
     0.2.3 sends every aborted transaction with every fetch, and a reader past one skips its producer's later
-    transactions for good (tests/ops/test_aborted_reader.py)."""
+    transactions for good, even one started there afresh (tests/ops/test_aborted_reader.py)."""
     if settings.processing_guarantee != "exactly_once" or settings.broker_kind != "noida":
         return None
     return (
         "exactly_once on the embedded broker (noida-db 0.2.3): after a worker dies mid-transaction and its successor "
-        "aborts it, readers already running (the next stage, the sinks) skip that worker's later output until they "
-        "restart; run exactly-once on Apache Kafka (--broker kafka, STREAMS_BROKER_KIND=kafka)"
+        "aborts it, every reader past that point (the next stage, the sinks, also restarted) skips the worker's "
+        "later output; run exactly-once on Apache Kafka (--broker kafka, STREAMS_BROKER_KIND=kafka)"
     )
 
 
