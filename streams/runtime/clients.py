@@ -71,8 +71,16 @@ class DeliveryReports:
             self.errors.append(str(error))
 
     def problem(self, out: Any, what: str, timeout: float = 30.0) -> str | None:
-        """Flush; what went wrong with the records produced since the last call, in one line, or None."""
-        remaining = out.flush(timeout)
+        """Flush; what went wrong with the records produced since the last call, in one line, or None. A flush
+        that fails in the client itself is a problem too, for the caller to retry: confluent-kafka once answered
+        a SIGKILLed noida-db with a SystemError from `flush` ("returned NULL without setting an exception"), and
+        the sink exited instead of waiting for the broker (2026-11-30, a clean-clone run of 437cf78)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            remaining = out.flush(timeout)
+        except (KafkaException, SystemError) as exc:
+            return f"{what}: the client's flush failed ({exc})"
         errors, self.errors = self.errors, []
         if remaining:
             return f"{remaining} {what} were not acknowledged by the broker"

@@ -41,3 +41,22 @@ def test_a_broker_that_stays_busy_is_raised_after_the_timeout() -> None:
     with pytest.raises(KafkaException, match="NOT_LEADER_FOR_PARTITION"):
         asked_again(call, timeout=0.5)
     assert 2 <= len(given) < 10
+
+
+def test_a_flush_that_fails_in_the_client_is_a_problem_to_retry_not_a_crash() -> None:
+    """confluent-kafka once raised SystemError from `flush` while noida-db was SIGKILLed, and the sink exited
+    instead of waiting for the broker; the next flush went through."""
+    from streams.runtime.clients import DeliveryReports
+
+    class Out:
+        def __init__(self) -> None:
+            self.failures = [SystemError("<method 'flush'> returned NULL without setting an exception")]
+
+        def flush(self, timeout: float) -> int:
+            if self.failures:
+                raise self.failures.pop(0)
+            return 0
+
+    reports, out = DeliveryReports(), Out()
+    assert "the client's flush failed" in (reports.problem(out, "indexed events") or "")
+    assert reports.problem(out, "indexed events") is None
