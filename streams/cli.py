@@ -334,9 +334,11 @@ def _one_line(record: dict) -> str:
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
-def _with_broker_kind(settings: Settings, kind: str | None) -> Settings:
-    """`--broker`/`--kind` over STREAMS_BROKER_KIND; an unknown kind is one line and a refusal to start."""
-    return settings if kind is None else Settings(broker_kind=kind)
+def _with_broker_kind(kind: str | None) -> Settings:
+    """`--broker`/`--kind` over STREAMS_BROKER_KIND, before any setting is checked against the broker (the
+    settings of `--broker kafka` with exactly-once in the environment are good); an unknown kind is one line
+    and a refusal to start."""
+    return Settings() if kind is None else Settings(broker_kind=kind)
 
 
 @app.command()
@@ -355,15 +357,12 @@ def up(
     from streams.core.chunkers import available_strategies
     from streams.ops.demo import DEFAULT_DEMO
     from streams.ops.up import run_up
-    from streams.runtime.clients import exactly_once_caveat
     from streams.strategies import check_options
 
     built = set(available_strategies())
-    settings = _with_broker_kind(Settings(), broker_kind)
+    settings = _with_broker_kind(broker_kind)
     chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
-    if caveat := exactly_once_caveat(settings):
-        err.print(f"[yellow]warning:[/] {caveat}", highlight=False)
     if ui:
         from streams.ui.app import check_bind
 
@@ -704,7 +703,7 @@ def broker(
     from streams.ops.embedded import broker as embedded_broker
     from streams.ops.topics import ensure_topics
 
-    settings = _with_broker_kind(Settings(), kind)
+    settings = _with_broker_kind(kind)
     err.print(f"starting {'Apache Kafka' if settings.broker_kind == 'kafka' else 'noida-db'}")
     where = data_dir or settings.data_dir / f"broker-{settings.broker_kind}"
     service = embedded_broker(where, port or None, kind=settings.broker_kind).start()
@@ -736,7 +735,7 @@ def demo(
     from streams.ops.demo import print_summary, run_demo
     from streams.strategies import check_options
 
-    settings = _with_broker_kind(Settings(), broker_kind)
+    settings = _with_broker_kind(broker_kind)
     check_options(settings, strategies or [])
     base = settings.data_dir
     base.mkdir(parents=True, exist_ok=True)
@@ -792,7 +791,8 @@ def main() -> None:
         if isinstance(exc, ValidationError):  # a bad setting: one line, and a code supervisors do not retry
             problem = exc.errors()[0]
             where = ".".join(str(part) for part in problem.get("loc", ())) or "settings"
-            err.print(f"[red]error:[/] bad setting STREAMS_{where.upper()}: {problem.get('msg', exc)}", highlight=False)
+            message = str(problem.get("msg", exc)).removeprefix("Value error, ")
+            err.print(f"[red]error:[/] bad setting STREAMS_{where.upper()}: {message}", highlight=False, soft_wrap=True)
             raise SystemExit(78) from None
 
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

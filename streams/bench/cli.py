@@ -464,12 +464,18 @@ def pipeline(
     scaling: Annotated[bool, typer.Option("--scaling/--no-scaling", help="Also run two workers per role.")] = True,
     broker: BrokerOpt = "noida",
     exactly_once: Annotated[
-        bool, typer.Option("--exactly-once", help="Also one run with Kafka transactions (exactly_once), same run.")
+        bool,
+        typer.Option(
+            "--exactly-once",
+            help="Also one run with Kafka transactions (exactly_once) on Kafka, same run (needs --broker kafka).",
+        ),
     ] = False,
 ) -> None:
     """End to end on a broker: pages/s, chunks/s, latency, ratio to in-process, 1 vs 2 workers."""
     from streams.bench.pipeline import run_pipeline_bench_on
 
+    if exactly_once and broker != "kafka":
+        raise typer.BadParameter("--exactly-once needs --broker kafka: exactly-once refuses noida-db")
     with _progress() as update:
         report = run_pipeline_bench_on(
             _brokers(broker),

@@ -115,19 +115,6 @@ def fetch_config(settings: Settings) -> dict[str, object]:
     return {"fetch.max.bytes": most, "max.partition.fetch.bytes": most, "message.max.bytes": most}
 
 
-def exactly_once_caveat(settings: Settings) -> str | None:
-    """What exactly-once cannot promise on the embedded broker, said once at start-up (None elsewhere): noida-db
-    0.2.3 sends every aborted transaction with every fetch, and a reader past one skips its producer's later
-    transactions for good, even one started there afresh (tests/ops/test_aborted_reader.py)."""
-    if settings.processing_guarantee != "exactly_once" or settings.broker_kind != "noida":
-        return None
-    return (
-        "exactly_once on the embedded broker (noida-db 0.2.3): after a worker dies mid-transaction and its successor "
-        "aborts it, every reader past that point (the next stage, the sinks, also restarted) skips the worker's "
-        "later output; run exactly-once on Apache Kafka (--broker kafka, STREAMS_BROKER_KIND=kafka)"
-    )
-
-
 def host_name() -> str:
     """This host's name as it appears in client ids."""
     return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname()) or "localhost"

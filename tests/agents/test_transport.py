@@ -522,7 +522,10 @@ def test_under_exactly_once_an_input_is_processed_once_however_often_it_is_fetch
     from faust.events import Event
     from faust.types.tuples import ConsumerMessage
 
-    app = make_app("chunker-test", Settings(data_dir=tmp_path, broker="127.0.0.1:9", processing_guarantee=guarantee))
+    app = make_app(
+        "chunker-test",
+        Settings(data_dir=tmp_path, broker="127.0.0.1:9", broker_kind="kafka", processing_guarantee=guarantee),
+    )
     app.in_worker = True  # as faust's worker sets it: transactions are a worker's
     app.flow_control.resume()  # as after recovery
     app.topics.acking_topics.add(TOPIC)  # as for the topics an agent reads

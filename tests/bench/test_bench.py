@@ -517,6 +517,12 @@ def test_cli_pipeline_json_reports_end_to_end_and_scaling() -> None:
     assert report["ceilings"]["two_workers_scaling"] == pytest.approx(two_bound / report["pages_per_s"])
 
 
+def test_cli_pipeline_refuses_exactly_once_on_the_embedded_broker_before_any_run() -> None:
+    """Exactly-once refuses noida-db (streams.settings): the bench says so at once, not after its first runs."""
+    result = CliRunner().invoke(bench_app, ["pipeline", "--docs", "2", "--exactly-once"])
+    assert result.exit_code == 2 and "--exactly-once needs --broker kafka" in result.output, result.output
+
+
 def test_cpu_ceiling_is_cores_over_the_cpu_all_processes_spend_per_page() -> None:
     from streams.bench.pipeline import cpu_ceiling
 

@@ -165,14 +165,16 @@ def transaction_markers(settings, topic: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def exactly_once_run(first_run: dict, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def second_run(first_run: dict, bus: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """The first run's documents again, pages reversed, through a pipeline with
-    `STREAMS_PROCESSING_GUARANTEE=exactly_once`; kept running while the module's tests look at its topics."""
+    `STREAMS_PROCESSING_GUARANTEE=exactly_once` on Kafka (at-least-once on noida-db, which exactly-once
+    refuses); kept running while the module's tests look at its topics."""
     from streams.ops.pipeline import LocalPipeline
     from tests.integration.conftest import pipeline_settings
 
     docs = first_run["docs"]
-    settings = pipeline_settings(tmp_path_factory.mktemp("run2"), processing_guarantee="exactly_once")
+    guarantee = "exactly_once" if bus == "kafka" else "at_least_once"
+    settings = pipeline_settings(tmp_path_factory.mktemp("run2"), processing_guarantee=guarantee)
     with LocalPipeline(settings, ["window"]) as pipeline:
         publish_pages(pipeline.settings, [p for pages in reversed(docs) for p in reversed(pages)])
         collector = Collector(pipeline.settings)  # read_committed, as the sinks read
@@ -181,22 +183,24 @@ def exactly_once_run(first_run: dict, tmp_path_factory: pytest.TempPathFactory) 
         yield {"settings": pipeline.settings, "result": result}
 
 
-def test_second_run_gives_byte_identical_ids_and_checksums(first_run: dict, exactly_once_run: dict) -> None:
-    """A second run, exactly-once this time, gives the same ids and checksums, each chunk once."""
-    second: Collected = exactly_once_run["result"]
+def test_second_run_gives_byte_identical_ids_and_checksums(first_run: dict, second_run: dict) -> None:
+    """A second run, pages reversed (and exactly-once on Kafka), gives the same ids and checksums, each chunk once."""
+    second: Collected = second_run["result"]
     first_ids = sorted((r.chunk_id, r.checksum) for r in first_run["result"].records() if r.doc_id.startswith("good-"))
     second_ids = sorted((r.chunk_id, r.checksum) for r in second.records())
     assert first_ids and first_ids == second_ids and second.duplicates == 0
 
 
-def test_exactly_once_writes_the_workers_output_inside_transactions(exactly_once_run: dict) -> None:
+@pytest.mark.kafka_only
+def test_exactly_once_writes_the_workers_output_inside_transactions(second_run: dict) -> None:
     """What `exactly_once` promises: the assembler's documents and the chunker's chunks are written in
     transactions, so their topics hold the commit markers transactions leave (an offset with no record)."""
-    settings = exactly_once_run["settings"]
+    settings = second_run["settings"]
     for topic in (settings.topics.documents, settings.topics.chunks):
         assert transaction_markers(settings, topic) > 0, f"{topic}: no record was written in a transaction"
 
 
+@pytest.mark.kafka_only
 def test_exactly_once_publishes_each_chunk_once_across_transactions(run_pipeline) -> None:
     """Under exactly-once the documents topic holds commit markers between the assembler's transactions: holes
     in its offsets that are no lost message. A chunker that fetched "them" again re-ran documents whose chunks a
@@ -218,6 +222,7 @@ def test_exactly_once_publishes_each_chunk_once_across_transactions(run_pipeline
     assert ids and len(ids) == len(set(ids)) == sum(len(slot) for slot in result.chunks.values())
 
 
+@pytest.mark.kafka_only
 def test_exactly_once_keeps_assembling_after_a_rebalance(run_pipeline) -> None:
     """Under exactly-once the assembler's tick timer sent its ticks in the transaction of their destination
     partition; after a second replica joined, that partition's producer could be between transactions and
@@ -242,7 +247,8 @@ def test_exactly_once_keeps_assembling_after_a_rebalance(run_pipeline) -> None:
     assert {key: proc.poll() for key, proc in pipeline.workers.items()} == dict.fromkeys(pipeline.workers)
 
 
-def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run_pipeline, bus: str) -> None:
+@pytest.mark.kafka_only
+def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run_pipeline) -> None:
     """What exactly-once is for: a chunker SIGKILLed with documents in flight leaves its open transaction to
     be aborted by its successor, so a read_committed reader sees every chunk of a clean run and none twice.
     At-least-once re-publishes what the killed chunker had sent but not committed. The pages keep arriving
@@ -250,8 +256,6 @@ def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run
     failed in every run (1 to 24 duplicate records; with point 14 alone, 4 of 7 runs, 1 to 10)."""
     import threading
 
-    if bus != "kafka":
-        pytest.skip("noida-db: whether faust's transactional producer is engaged there is not established")
     from streams.bench.pipeline import synthetic_documents
 
     docs = synthetic_documents(300, seed=43)
@@ -285,13 +289,14 @@ def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run
     assert result.duplicates == 0
 
 
-def test_exactly_once_writes_the_workers_table_changes_inside_their_transactions(exactly_once_run: dict) -> None:
+@pytest.mark.kafka_only
+def test_exactly_once_writes_the_workers_table_changes_inside_their_transactions(second_run: dict) -> None:
     """Under exactly-once a worker's table writes (the assembler's document headers, the chunker's versions)
     must commit or abort with the outputs they describe: a done mark committed with its document aborted
     (a SIGKILL mid-transaction) drops the redelivered pages as duplicates of a finished document."""
     from streams.runtime.clients import group_id
 
-    settings = exactly_once_run["settings"]
+    settings = second_run["settings"]
     changelogs = [
         f"{group_id('assembler')}-assembly-headers-changelog",
         f"{group_id('chunker-window')}-chunk-versions-changelog",

@@ -1,5 +1,5 @@
 """A read_committed reader that passed an aborted transaction reads its producer's later transactions: on Apache
-Kafka, yes; on noida-db 0.2.3, no (pinned here, and said at start-up: `exactly_once_caveat`).
+Kafka, yes; on noida-db 0.2.3, no (pinned here): exactly-once refuses noida-db, in one line (`streams.settings`).
 
 Why it matters: under exactly-once a worker that dies mid-transaction leaves it open, and its successor, which
 keeps the transactional id (faust keeps it per partition), aborts it. Every reader of that worker's output topic
@@ -9,12 +9,15 @@ those that end at or after the fetch offset, and it keeps the producer id across
 then take each later batch of that producer for part of the aborted transaction and skip it, for good, while
 their position moves on. A reader started afterwards past that point does too; only one that reads the abort
 marker and the later transactions in one fetch reads them. If the noida-db case starts failing, noida-db mended it,
-and the caveat can go.
+and the refusal can go.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -23,9 +26,9 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as AioPartition
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from pydantic import ValidationError
 
 from streams.ops.embedded import broker
-from streams.runtime.clients import exactly_once_caveat
 from streams.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -129,17 +132,43 @@ def test_a_reader_past_an_aborted_transaction_reads_the_producers_later_ones(tmp
         service.stop()
 
 
-def test_exactly_once_on_the_embedded_broker_says_what_it_cannot_promise(tmp_path: Path) -> None:
-    def caveat(kind: str, guarantee: str) -> str | None:
-        return exactly_once_caveat(Settings(data_dir=tmp_path, broker_kind=kind, processing_guarantee=guarantee))
+@pytest.mark.embedded_only  # no broker runs: the settings refuse first
+def test_exactly_once_refuses_the_embedded_broker_and_only_it(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="exactly_once needs Apache Kafka"):
+        Settings(data_dir=tmp_path, broker_kind="noida", processing_guarantee="exactly_once")
+    assert Settings(data_dir=tmp_path, broker_kind="kafka", processing_guarantee="exactly_once")
+    assert Settings(data_dir=tmp_path, broker_kind="noida", processing_guarantee="at_least_once")
+    with pytest.raises(ValidationError, match=r"\^\(at_least_once\|exactly_once\)\$"):
+        Settings(data_dir=tmp_path, broker_kind="kafka", processing_guarantee="exactly-once")
 
-    assert caveat("kafka", "exactly_once") is None
-    assert caveat("noida", "at_least_once") is None
-    assert "--broker kafka" in (caveat("noida", "exactly_once") or "")
+
+@pytest.mark.embedded_only  # no broker runs: the settings refuse first
+@pytest.mark.parametrize(
+    "command", [["up", "--strategy", "window"], ["worker", "--role", "assembler"], ["sink", "mongo"], ["lag"]]
+)
+def test_every_process_refuses_exactly_once_on_the_embedded_broker_in_one_line(tmp_path: Path, command) -> None:
+    """Before anything starts, with the code supervisors do not restart (78): `streams up` starts no broker,
+    a worker or sink no consumer."""
+    env = {
+        **os.environ,
+        "STREAMS_DATA_DIR": str(tmp_path),
+        "STREAMS_BROKER_KIND": "noida",
+        "STREAMS_PROCESSING_GUARANTEE": "exactly_once",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "streams", *command], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 78, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: bad setting STREAMS_PROCESSING_GUARANTEE: exactly_once needs Apache Kafka")
+    assert not list(tmp_path.iterdir()), "something started"
 
 
-def test_streams_up_says_it_before_it_starts_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The line comes before anything starts: here a public console without a token refuses right after it."""
+@pytest.mark.embedded_only  # no broker runs: the settings refuse first
+def test_streams_up_with_the_kafka_broker_takes_exactly_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--broker kafka` with exactly-once in the environment: the kind is taken before the guarantee is checked
+    against it (a public console without a token refuses right after, so nothing starts)."""
     from typer.testing import CliRunner
 
     from streams.cli import app
@@ -152,8 +181,6 @@ def test_streams_up_says_it_before_it_starts_anything(tmp_path: Path, monkeypatc
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("STREAMS_UI_TOKEN", raising=False)
-    result = CliRunner().invoke(app, ["up", "--strategy", "window"])
+    result = CliRunner().invoke(app, ["up", "--strategy", "window", "--broker", "kafka"])
     assert result.exit_code != 0
-    lines = result.output.splitlines()
-    assert lines[0].startswith("warning: exactly_once on the embedded broker"), lines
-    assert not any("Traceback" in line for line in lines)
+    assert "STREAMS_UI_TOKEN" in str(result.exception) + result.output, (result.exception, result.output)

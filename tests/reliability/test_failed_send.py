@@ -66,7 +66,7 @@ def drained(settings: Settings) -> bool:
     return bool(rows) and not any(r.lag for r in rows) and sum(r.end for r in rows) >= 6
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+@pytest.mark.parametrize("guarantee", ["at_least_once", pytest.param("exactly_once", marks=pytest.mark.kafka_only)])
 def test_a_send_that_raises_halfway_through_a_document_loses_none_of_it(
     tmp_path: Path, bus: str, guarantee: str
 ) -> None:

@@ -39,7 +39,7 @@ def wait_consumed(settings: Settings, timeout: float) -> None:
     raise AssertionError(f"the assembler did not consume the first pages: {rows}")
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+@pytest.mark.parametrize("guarantee", ["at_least_once", pytest.param("exactly_once", marks=pytest.mark.kafka_only)])
 def test_rebalance_with_half_assembled_documents_assembles_each_once(tmp_path, guarantee: str) -> None:
     """Under exactly-once too: there table recovery once took a partition's changelog for empty until it had
     been fetched, and the replica that joined forgot half the documents (transport.py, point 17)."""
@@ -90,7 +90,7 @@ def test_rebalance_with_half_assembled_documents_assembles_each_once(tmp_path, g
     assert stored == expected and rows == len(expected)  # the store holds each chunk once
 
 
-@pytest.mark.parametrize("guarantee", ["at_least_once", "exactly_once"])
+@pytest.mark.parametrize("guarantee", ["at_least_once", pytest.param("exactly_once", marks=pytest.mark.kafka_only)])
 def test_a_restarted_assembler_restores_its_half_assembled_documents(tmp_path, guarantee: str) -> None:
     """The same state across a stop and a start of the only replica: its tables come back from the changelog
     before the rest of the pages arrive, so every document is assembled once."""

@@ -24,6 +24,7 @@ from tests.reliability.clean_run import documents, expected_chunks, stored_chunk
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.kafka_only
 def test_under_exactly_once_a_drained_chunker_and_sink_show_no_lag(tmp_path) -> None:
     docs = documents(8, "drained", pages=(1, 2), page_words=(40, 160))
     expected = expected_chunks(docs)
