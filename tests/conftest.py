@@ -115,7 +115,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     left_out: list[pytest.Item] = []
     for item in items:
         callspec = getattr(item, "callspec", None)
-        on_noida = callspec is not None and callspec.params.get("bus") == "noida"
+        on_noida = (callspec is not None and callspec.params.get("bus") == "noida") or (
+            item.get_closest_marker("embedded_only") is not None
+        )
         kafka_only = everything_exactly_once or item.get_closest_marker("kafka_only") is not None
         (left_out if on_noida and kafka_only else keep).append(item)
     if left_out:

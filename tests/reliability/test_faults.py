@@ -11,10 +11,10 @@ land: the role is killed again on the next wave, and one never caught with work 
 the test. The MongoDB sink writes batches of 2 records here, so a backlog takes it several commits.
 
 Guarantees: the workers run at-least-once here, so a kill can re-publish a document's chunks under the
-same ids (counted below); the sinks are idempotent, so stores never duplicate. faust's exactly-once mode
-works on the embedded broker in a clean run, but after a SIGKILL mid-transaction the broker does not
-abort the dangling transaction (it ignores transaction.timeout.ms), and read-committed consumers stall until
-a producer re-initialises the same transactional.id: tests/ops/test_broker_transactions.py.
+same ids (counted below); the sinks are idempotent, so stores never duplicate. Under
+`STREAMS_PROCESSING_GUARANTEE=exactly_once` (Kafka alone: exactly-once refuses noida-db) a worker's output
+counts from its first record in an open transaction, so the kill lands mid-transaction and its successor
+aborts it.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.records import build_records
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.runtime.clients import group_id
+from streams.runtime.clients import client_config, group_id
 from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
@@ -83,14 +83,34 @@ def input_of(settings: Settings, role: str) -> tuple[str, str]:
     return group_id(f"sink-{role.split(':')[1]}"), topics.chunks
 
 
-def output_of(role: str, collector: Collector, mongo: MongoSink) -> int:
+class Written:
+    """Records written to a topic, in open transactions too: its partitions' high watermarks as a
+    read_uncommitted client reads them. The collector reads committed ones, and under exactly-once a
+    worker's records and its input offsets commit at the same moment, so a worker killed when those grew
+    had nothing uncommitted."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.partitions = range(settings.partitions)
+        self.reader = Consumer(
+            {**client_config(settings), "group.id": "fault-watermarks", "isolation.level": "read_uncommitted"}
+        )
+
+    def __call__(self, topic: str) -> int:
+        ends = self.reader.get_watermark_offsets
+        return sum(ends(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in self.partitions)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def output_of(role: str, collector: Collector, mongo: MongoSink, written: Written) -> int:
     """What the role has written so far: records on its output topic (a faust worker's, read as end offsets,
     which answer at once where a consumer sees new records only after its fetch wait), or rows stored."""
     topics = collector.settings.topics
     if role == "assembler":
-        return collector.produced(topics.documents)
+        return written(topics.documents)
     if role.startswith("chunker:"):
-        return collector.produced(topics.chunks)
+        return written(topics.chunks)
     return mongo.count()
 
 
@@ -112,7 +132,9 @@ def input_ready(role: str, wave: list, collector: Collector) -> bool:
     return collector.result.settled([(d[0].doc_id, 0) for d in wave], ["window"])
 
 
-def kill_at_work(pipeline: LocalPipeline, role: str, wave: list, collector: Collector, mongo: MongoSink) -> Kill:
+def kill_at_work(
+    pipeline: LocalPipeline, role: str, wave: list, collector: Collector, mongo: MongoSink, written: Written
+) -> Kill:
     """Hold `role` (SIGSTOP) while `wave` is published and reaches its input, read its input's end offsets,
     let it go (SIGCONT), SIGKILL it the moment its output grows, restart it, and measure what it left
     uncommitted. Held, it meets the wave as one backlog: a worker or sink let alone keeps pace with its
@@ -125,7 +147,7 @@ def kill_at_work(pipeline: LocalPipeline, role: str, wave: list, collector: Coll
     pid = pipeline.workers[role].pid
     os.killpg(pid, signal.SIGSTOP)
     try:
-        start = output_of(role, collector, mongo)
+        start = output_of(role, collector, mongo, written)
         publish_pages(settings, [p for d in wave for p in d])
         while not input_ready(role, wave, collector):
             pipeline.check_workers()
@@ -133,7 +155,7 @@ def kill_at_work(pipeline: LocalPipeline, role: str, wave: list, collector: Coll
         ends = end_offsets(collector, topic)
     finally:
         os.killpg(pid, signal.SIGCONT)
-    while (output := output_of(role, collector, mongo)) <= start:
+    while (output := output_of(role, collector, mongo, written)) <= start:
         pipeline.check_workers()
         assert time.monotonic() < deadline, f"{role}'s output stayed at {start}"
         time.sleep(0.005)
@@ -169,6 +191,7 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
             live = pipeline.settings
             collector = Collector(live, watch_documents=True)
             mongo = MongoSink(live.mongo_url)
+            written = Written(live)
             waves = [docs[n : n + WAVE] for n in range(0, len(docs), WAVE)]
             began = time.monotonic()
             landed: list[Kill] = []
@@ -177,7 +200,7 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
                 for role in KILLS:
                     while True:
                         assert waves, f"{role} was never killed with work: missed {[str(k) for k in missed]}"
-                        kill = kill_at_work(pipeline, role, waves.pop(0), collector, mongo)
+                        kill = kill_at_work(pipeline, role, waves.pop(0), collector, mongo, written)
                         if kill.uncommitted:
                             landed.append(kill)
                             break
@@ -193,6 +216,7 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
             finally:
                 collector.close()
                 mongo.close()
+                written.close()
     finally:
         store.stop()
     got = {r.chunk_id: r.checksum for r in result.records()}
@@ -204,3 +228,5 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
     assert not result.dead, [(d.reason_code, d.doc_id) for d in result.dead]
     assert got == expected  # no gaps, same ids, same checksums
     assert stored == expected  # the store holds each chunk exactly once
+    if live.processing_guarantee == "exactly_once":  # killed mid-transaction: nothing committed twice
+        assert result.duplicates == 0
