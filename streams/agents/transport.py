@@ -1,5 +1,5 @@
 """The faust Kafka transport, corrected for at-least-once across rebalances (points 1-7), for the
-embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 19).
+embedded broker's empty fetches (point 8) and for exactly-once transactions (points 11 and 13 to 20).
 
 During a rebalance faust drops the messages it had fetched but not yet processed (its stream skips them
 while flow control is off, or when they belong to an older generation) and relies on fetching them
@@ -79,9 +79,8 @@ again from the committed offsets. Seven things break that, each silently:
    producer: faust's choice put it in the transaction of its destination partition, whose producer a rebalance
    may have left between transactions, and the assembler crashed ("Can't send messages while not in
    transaction"), stalling the pipeline after any rebalance. A worker's input then carries the upstream
-   transactions' commit markers (and read_committed hides aborted records): offsets that hold no message. On
-   such a topic point 7's net no longer takes a missing head offset for a lost message (it re-ran documents a
-   transaction had committed: 298 chunk records for 152 chunks); faust's rule commits past the hole.
+   transactions' commit markers (and read_committed hides aborted records): offsets that hold no message, which
+   a commit passes as holes (points 18 and 20).
 
 13. With `processing_guarantee="exactly_once"`, a table's changelog write (faust's buffer sends it without an
    event) went on the plain producer by point 11's rule, outside every transaction: a done mark could outlive
@@ -91,7 +90,8 @@ again from the committed offsets. Seven things break that, each silently:
    records a hole as a gap that also holds the record after it; processed, that record is then twice in the
    acked list, and faust's consecutive run ends at the duplicate, so each commit moved only up to the next
    hole. Under exactly-once the outputs of every event after it were committed in the transaction while its
-   offset was not: a worker killed then did them again (docs/bus.md). Here the gap is the hole alone.
+   offset was not: a worker killed then did them again (docs/bus.md). Here a gap is the hole alone, as point
+   18 notes it (since point 20, faust's own gap is not used).
 
 15. faust's, with `processing_guarantee="exactly_once"`: a commit runs whenever the agent awaits, also halfway
    through an input's sends. Those sends then commit in the transaction without the input's offset, which
@@ -132,6 +132,17 @@ again from the committed offsets. Seven things break that, each silently:
    twice (3 runs of 4 on Kafka). Here an input whose offset is already committed, or acked in the open
    transaction, is not processed again (`DeliveryGate.run`, delivery.py). A transaction that aborts takes its
    acks with it: faust forgets a partition's acks when it is revoked, before its transaction is stopped.
+
+20. faust's, on a topic with holes (every topic under `exactly_once`, and compacted ones): faust's recovery
+   resumes the stream partitions, then seeks them to their committed offsets while its fetch loop still hands
+   out records fetched before the seek. The seek resets faust's read offset, so the next record handed out
+   looked like a jump, and faust recorded the records between as a hole, which a commit passes: on Kafka a
+   rebalance under exactly-once left 3 documents of 40 never assembled, every page committed. And where the
+   records cleared from the queues (point 5) were not fetched again because the seek had moved the position
+   first, the commit stopped before them for good (12 documents, the assembler's lag stuck at 34). Here a hole is
+   only what the consumer thread stepped over (point 18), whatever faust's read offset says, and a commit held
+   before any other offset while later ones are done fetches it again, as point 7 does on dense topics; point
+   19 keeps what is fetched again from being processed twice.
 
 Points 1-7 happen whenever a rebalance comes before or between commits (a replica joining, a broker restart
 that forgets the group). Redelivered messages are harmless: every output id is deterministic.
@@ -412,11 +423,9 @@ class SeekingConsumer(driver.Consumer):
 
     async def _add_gap(self, tp: TP, offset_from: int, offset_to: int) -> None:
         if not self._dense(tp.topic):
-            # Point 14: faust's fetch loop passes the offset of the record after the hole as the gap's end,
-            # and the gap then holds that record too; once it is processed it is in the acked list twice, and
-            # faust's consecutive run ends at the duplicate. Only the hole is a gap.
-            if offset_to > offset_from:
-                await super()._add_gap(tp, offset_from, offset_to - 1)
+            # Points 14 and 20: faust's gap (from its read offset, which a seek resets while records fetched
+            # before it are still handed out) may hold records. The holes are what the consumer thread stepped
+            # over, noted by point 18 with the position they were stepped over from.
             return
         # faust's read offset may be the next offset rather than the last read one: one more is harmless.
         log.warning("%s-%s jumped to %s: fetching from %s again", tp.topic, tp.partition, offset_to, offset_from - 1)
@@ -451,11 +460,8 @@ class SeekingConsumer(driver.Consumer):
                 acked[:] = [offset for offset in acked if offset >= base]
                 self._acked_index[tp].difference_update(stale)
             gaps: IntervalTree = self._gap[tp]
-            if base not in self._acked_index[tp] and not gaps.overlaps(base) and not self._dense(tp.topic):
-                # A transaction's commit marker or an aborted record (read_committed skips both) or a
-                # compacted record: a hole the fetcher stepped over, not a lost message. Fetching "it"
-                # again re-processed what the transaction had already committed (point 11's duplicates).
-                return super()._new_offset(tp)
+            # A hole at the head (a transaction's marker, an aborted or compacted record) is a noted gap (point
+            # 18); any other offset there is a record not processed yet, or lost (point 20).
             if base not in self._acked_index[tp] and not gaps.overlaps(base):
                 self._held_before(tp, base)  # not processed yet, or skipped: the commit waits for it
                 return None
@@ -549,10 +555,12 @@ class SeekingConsumer(driver.Consumer):
                 del self._head[tp]
                 if batch[0].offset <= expected:
                     continue
-                if self._dense(tp.topic) and self._head_rewound.get(tp) != expected:
+                if not self._dense(tp.topic):
+                    continue  # compacted away or control records: point 18 noted them as holes
+                if self._head_rewound.get(tp) != expected:
                     self._head_rewound[tp] = expected  # once: a second jump means retention deleted them
                     self._mark_refetch(tp, expected)
-                else:  # compacted away or control records: nothing to process there
+                else:
                     self._gap[tp].addi(expected, batch[0].offset)
 
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
@@ -678,7 +686,7 @@ def _use_python_stream_iterator() -> None:
 
 #: The faust-streaming and aiokafka code the corrections above replace or lean on, by a digest of its source.
 #: A new release that changes any of it may undo a correction silently; `changed_internals` names what moved.
-#: After reading the new code against points 1-18, refresh with `python -m streams.agents.transport`.
+#: After reading the new code against points 1-20, refresh with `python -m streams.agents.transport`.
 PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:Fetcher._proc_fetch_request": "59bf948fff47eed5",
     "aiokafka.consumer.consumer:AIOKafkaConsumer.seek_to_committed": "f6cd85c8b70a4ccf",
