@@ -5,8 +5,6 @@ schedules) and on arbitrary text."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from streams.core.document import assemble
 from streams.core.events import DocType, PageEvent
 from streams.core.records import build_records
 from streams.ingest.files import page_events
+from tests.cli import streams
 from tests.conftest import strategy_chunker
 from tests.core import doc_variants as dv
 
@@ -131,24 +130,20 @@ def test_arbitrary_text_keeps_bounds_offsets_and_determinism(lines: list[str], s
     assert [r.checksum for r in build_records(doc, chunker, chunker.chunk(doc))] == [r.checksum for r in records]
 
 
-def _streams(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "streams", *args], capture_output=True, text=True, timeout=300)
-
-
 def test_streams_check_reports_per_rule_and_exits_1_while_a_rule_is_broken(tmp_path: Path) -> None:
-    good = _streams("check", str(SAMPLES / "rfp_harbor_bridge_issued.md"), "--strategy", "section")
+    good = streams("check", str(SAMPLES / "rfp_harbor_bridge_issued.md"), "--strategy", "section")
     assert good.returncode == 0 and "every rule kept" in good.stdout
     figures = tmp_path / "figures_2001.txt"
     figures.write_text("Results\n\n" + "\n".join(f"Item {i}          {i * 7},{i}00        {i}.5%" for i in range(12)))
     files = [str(figures), str(SAMPLES / "letter_2031_harbor.txt")]
-    bad = _streams("check", *files, "--strategy", "letter", "--doc-type", "letter", "--json")
+    bad = streams("check", *files, "--strategy", "letter", "--doc-type", "letter", "--json")
     assert bad.returncode == 1, bad.stderr
     report = json.loads(bad.stdout)
     assert report["documents"] == 2 and report["chunks"] > 0 and report["skipped"] == []
     assert [r["file"] for r in report["refused"]] == [str(figures)]
     assert "not a letter" in report["refused"][0]["reason"]
     # typed as it is guessed (generic), the figures are not for `letter` at all: skipped, as the workers do
-    routed = json.loads(_streams("check", *files, "--strategy", "letter", "--json").stdout)
+    routed = json.loads(streams("check", *files, "--strategy", "letter", "--json").stdout)
     assert [r["file"] for r in routed["skipped"]] == [str(figures)] and routed["refused"] == []
 
 

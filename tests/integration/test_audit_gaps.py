@@ -30,6 +30,7 @@ from streams.ops.topics import ensure_topics
 from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
+from tests.cli import streams
 from tests.conftest import make_pages, strategy_chunker
 
 pytestmark = pytest.mark.integration
@@ -47,13 +48,7 @@ class Stack:
 
     def cli(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
         """A `streams` command as an operator runs it, pointed at this module's broker and store."""
-        return subprocess.run(
-            [sys.executable, "-m", "streams", *args],
-            env=stack_env(self.settings),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return streams(*args, env=stack_env(self.settings), timeout=timeout)
 
 
 def stack_env(settings: Settings) -> dict[str, str]:

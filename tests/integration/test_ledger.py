@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
+from tests.cli import streams
 from tests.conftest import make_pages, strategy_chunker
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.test_faults import documents
@@ -141,7 +141,7 @@ def cli(settings: Settings, *args: str, **extra_env: str) -> subprocess.Complete
         "STREAMS_DATA_DIR": str(settings.data_dir),
         "STREAMS_PARTITIONS": str(settings.partitions),
     }
-    return subprocess.run([sys.executable, "-m", "streams", *args], env=env, capture_output=True, text=True)
+    return streams(*args, env=env, timeout=600)
 
 
 def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_damage(tmp_path: Path) -> None:

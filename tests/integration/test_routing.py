@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from streams.ops.demo import DEFAULT_DEMO
 from streams.ops.pipeline import Collector, sample_paths
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
+from tests.cli import streams
 from tests.integration.conftest import start_up
 
 pytestmark = pytest.mark.integration
@@ -34,9 +34,7 @@ TAKES = {
 
 
 def cli(env: dict, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
+    return streams(*args, env=env, timeout=timeout)
 
 
 def audit(env: dict, *args: str) -> tuple[int, dict, str]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +13,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 
 from streams.ops.registry import schema_registry
 from streams.runtime.clients import client_config
+from tests.cli import streams
 from tests.integration.test_versions_sinks import RELABEL, run_amendments
 
 pytestmark = pytest.mark.integration
@@ -48,10 +47,13 @@ def raw_values(settings, topic: str) -> list[bytes]:
 
 def tail_json(settings, topic: str) -> list[dict]:
     env = {**os.environ, "STREAMS_BROKER": settings.broker, "STREAMS_SCHEMA_REGISTRY_URL": settings.schema_registry_url}
-    done = subprocess.run(
-        [sys.executable, "-m", "streams", "tail", "--topic", topic, "--json", "--timeout", "3"],
-        capture_output=True,
-        text=True,
+    done = streams(
+        "tail",
+        "--topic",
+        topic,
+        "--json",
+        "--timeout",
+        "3",
         env=env,
         timeout=120,
     )

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,15 +13,14 @@ from pathlib import Path
 import pytest
 
 from streams.ops.pipeline import sample_paths
+from tests.cli import streams
 from tests.integration.conftest import start_up
 
 pytestmark = pytest.mark.integration
 
 
 def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    return streams(*args, env=env)
 
 
 def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path, bus: str) -> None:

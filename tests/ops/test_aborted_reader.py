@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from pydantic import ValidationError
 
 from streams.ops.embedded import broker
 from streams.settings import Settings
+from tests.cli import streams
 
 pytestmark = pytest.mark.integration
 
@@ -155,9 +154,7 @@ def test_every_process_refuses_exactly_once_on_the_embedded_broker_in_one_line(t
         "STREAMS_BROKER_KIND": "noida",
         "STREAMS_PROCESSING_GUARANTEE": "exactly_once",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "streams", *command], env=env, capture_output=True, text=True, timeout=120
-    )
+    done = streams(*command, env=env, timeout=120)
     assert done.returncode == 78, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 from streams.settings import Settings, mask_url
+from tests.cli import streams
 
 SECRETS = {
     "STREAMS_MONGO_URL": "mongodb://admin:TopSecret123@127.0.0.1:1/?serverSelectionTimeoutMS=500",
@@ -32,9 +31,7 @@ def test_redacted_settings_mask_every_secret(monkeypatch) -> None:
 def test_failing_commands_print_no_secret(tmp_path) -> None:
     env = {**os.environ, **SECRETS, "STREAMS_DATA_DIR": str(tmp_path)}
     for args in (["sink", "mongo"], ["topics"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "streams", *args], capture_output=True, text=True, env=env, timeout=120
-        )
+        done = streams(*args, env=env, timeout=120)
         output = done.stdout + done.stderr
         assert done.returncode != 0
         for secret in ("TopSecret123", "SaslSecret456", "PineSecret789"):

@@ -9,7 +9,6 @@ supervisor does not retry), with the password nowhere in what is printed.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from streams.ops.kafka import KafkaBroker
 from streams.ops.pipeline import Collector, LocalPipeline, child_env, publish_pages
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
+from tests.cli import streams
 from tests.conftest import KAFKA_NEEDS, make_pages
 from tests.debian import ensure
 
@@ -139,9 +139,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
 
 
 def cli(settings: Settings, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "streams", *args], env=child_env(settings), capture_output=True, text=True, timeout=180
-    )
+    return streams(*args, env=child_env(settings), timeout=180)
 
 
 def test_the_pipeline_and_every_client_run_over_sasl_ssl(secure: Secure, tmp_path: Path) -> None:

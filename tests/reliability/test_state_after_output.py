@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
@@ -27,6 +25,7 @@ from streams.core.records import build_records
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages
 from streams.runtime.clients import group_id
 from streams.settings import Settings
+from tests.cli import streams
 from tests.conftest import make_pages
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import wait_split
@@ -184,13 +183,7 @@ def test_a_document_topic_that_refuses_a_document_refuses_to_start_the_assembler
             check_document_topic(settings)
         check_document_topic(settings.model_copy(update={"max_document_bytes": 100_000}))  # documents fit now
         env = {**os.environ, "STREAMS_BROKER": settings.broker, "STREAMS_DATA_DIR": str(tmp_path), "CI": "1"}
-        done = subprocess.run(
-            [sys.executable, "-m", "streams", "worker", "--role", "assembler"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = streams("worker", "--role", "assembler", env=env, timeout=120)
         assert done.returncode == 78, done.stderr
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and "max.message.bytes" in lines[0] and "16000000" in lines[0], done.stderr
@@ -215,9 +208,7 @@ def test_a_dead_letter_topic_that_refuses_a_dead_letter_refuses_to_start_workers
             check_dead_letter_topic(settings)
         env = {**os.environ, "STREAMS_BROKER": settings.broker, "STREAMS_DATA_DIR": str(tmp_path), "CI": "1"}
         for command in (["worker", "--role", "chunker:window"], ["sink", "vectors"]):
-            done = subprocess.run(
-                [sys.executable, "-m", "streams", *command], env=env, capture_output=True, text=True, timeout=120
-            )
+            done = streams(*command, env=env, timeout=120)
             assert done.returncode == 78, (command, done.stderr)
             lines = [line for line in done.stderr.splitlines() if line.strip()]
             assert len(lines) == 1 and settings.topics.dead_letter in lines[0], (command, done.stderr)
@@ -432,13 +423,7 @@ def test_a_repair_record_the_broker_refuses_fails_the_repair_in_one_line(tmp_pat
             "STREAMS_DATA_DIR": str(tmp_path),
             "STREAMS_PARTITIONS": "1",
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "streams", "audit", "--repair", "-s", "window", "--stores", "mongo"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        done = streams("audit", "--repair", "-s", "window", "--stores", "mongo", env=env, timeout=180)
         assert done.returncode == 1, done.stderr
         errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and re.search(r"the broker refused \d+ repair records: .*(?i:too large)", errors[0])

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from streams.core.records import build_records
 from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_pages
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
+from tests.cli import streams
 from tests.integration.conftest import pipeline_settings, start_up
 from tests.reliability.test_faults import documents
 
@@ -161,9 +161,7 @@ def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: 
         status: dict = {}
         while time.monotonic() < deadline:
             time.sleep(1)
-            done = subprocess.run(
-                [sys.executable, "-m", "streams", "status", "--json"], capture_output=True, text=True, env=env
-            )
+            done = streams("status", "--json", env=env, timeout=60)
             status = json.loads(done.stdout) if done.returncode == 0 else {}
             role = status.get("roles", {}).get("chunker:window", {})
             if role.get("restarts") == 1 and role.get("state") == "running":
