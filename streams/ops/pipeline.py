@@ -23,7 +23,7 @@ from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import DeliveryReports, client_config, fetch_config, producer
+from streams.runtime.clients import DeliveryReports, client_config, end_offsets, fetch_config, producer
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
 
@@ -228,10 +228,7 @@ class Collector:
 
     def produced(self, topic: str, timeout: float = 10.0) -> int:
         """Messages ever written to `topic`: the sum of its partitions' high watermarks."""
-        return sum(
-            self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
-            for p in range(self.settings.partitions)
-        )
+        return sum(end_offsets(self.consumer, topic, range(self.settings.partitions), timeout).values())
 
     def close(self) -> None:
         self.consumer.close()

@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
 from streams.polling import quiet_consumer
-from streams.runtime.clients import client_config, fetch_config
+from streams.runtime.clients import client_config, end_offsets, fetch_config
 from streams.settings import Settings
 
 
@@ -60,7 +60,7 @@ def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit:
         if metadata is None or metadata.error is not None:
             raise ValueError(f"topic {topic!r} does not exist on {settings.broker}")
         partitions = sorted(metadata.partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
+        ends = end_offsets(consumer, topic, partitions)
         consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
         remaining = {p for p, end in ends.items() if end > 0}
         subject = subject_for(settings, topic)

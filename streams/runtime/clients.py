@@ -12,7 +12,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from streams.settings import ConfigError, Settings
@@ -161,6 +161,15 @@ def asked_again(call: Callable[[float], T], timeout: float = 30.0) -> T:
 def committed_offsets(consumer: Any, partitions: list[Any], timeout: float = 10.0) -> list[Any]:
     """`consumer.committed(partitions)`, asked again while the coordinator is busy, within `timeout`."""
     return asked_again(lambda left: consumer.committed(partitions, timeout=left), timeout)
+
+
+def end_offsets(reader: Any, topic: str, partitions: Iterable[int], timeout: float = 10.0) -> dict[int, int]:
+    """Each partition's end offset, asked of the broker as `reader` (a librdkafka consumer) reads: under
+    read_committed the last stable offset, under read_uncommitted the high watermark (open transactions too)."""
+    from confluent_kafka import TopicPartition
+
+    ends = reader.get_watermark_offsets
+    return {p: ends(TopicPartition(topic, p), timeout=timeout, cached=False)[1] for p in partitions}
 
 
 class BrokerRefused(ConfigError):

@@ -26,14 +26,14 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 
 from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.records import build_records
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.runtime.clients import client_config, group_id
+from streams.runtime.clients import client_config, end_offsets, group_id
 from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
@@ -90,14 +90,13 @@ class Written:
     had nothing uncommitted."""
 
     def __init__(self, settings: Settings) -> None:
-        self.partitions = range(settings.partitions)
+        self.partitions = settings.partitions
         self.reader = Consumer(
             {**client_config(settings), "group.id": "fault-watermarks", "isolation.level": "read_uncommitted"}
         )
 
     def __call__(self, topic: str) -> int:
-        ends = self.reader.get_watermark_offsets
-        return sum(ends(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in self.partitions)
+        return sum(end_offsets(self.reader, topic, range(self.partitions)).values())
 
     def close(self) -> None:
         self.reader.close()
@@ -112,13 +111,6 @@ def output_of(role: str, collector: Collector, mongo: MongoSink, written: Writte
     if role.startswith("chunker:"):
         return written(topics.chunks)
     return mongo.count()
-
-
-def end_offsets(collector: Collector, topic: str) -> dict[int, int]:
-    """Each partition's end offset: what a consumer group of `topic` has to have read to be done."""
-    watermarks = collector.consumer.get_watermark_offsets
-    partitions = range(collector.settings.partitions)
-    return {p: watermarks(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in partitions}
 
 
 def input_ready(role: str, wave: list, collector: Collector) -> bool:
@@ -152,7 +144,7 @@ def kill_at_work(
         while not input_ready(role, wave, collector):
             pipeline.check_workers()
             assert time.monotonic() < deadline, f"{[d[0].doc_id for d in wave]} never reached {role}"
-        ends = end_offsets(collector, topic)
+        ends = end_offsets(collector.consumer, topic, range(collector.settings.partitions))  # what its group reads
     finally:
         os.killpg(pid, signal.SIGCONT)
     while (output := output_of(role, collector, mongo, written)) <= start:
