@@ -40,6 +40,21 @@ def stock_consumer(consumer: SeekingConsumer) -> driver.Consumer:
     )
 
 
+def sparse_topic(consumer: SeekingConsumer) -> TP:
+    """A partition of documents.versions, a compacted topic an agent reads: offsets there may hold no record."""
+    versions = TP("documents.versions", 0)
+    assert versions.topic in consumer.transport.sparse_topics
+    consumer.app.topics.acking_topics.add(versions.topic)
+    return versions
+
+
+def committed_at(each: driver.Consumer, offset: int, at: TP) -> None:
+    """Sought to and committed at `offset`, as after an assignment (the seek only the corrected consumer notes)."""
+    if isinstance(each, SeekingConsumer):
+        each.on_sought({at: offset})
+    each._committed_offset[at] = offset
+
+
 def processed(consumer: driver.Consumer, *offsets: int, at: TP = tp) -> None:
     for offset in offsets:
         consumer._acked[at].append(offset)
@@ -141,11 +156,8 @@ def test_a_jump_in_a_compacted_topic_is_a_hole_in_the_log(consumer: SeekingConsu
     """The hole is what the consumer thread stepped over (point 18), not faust's jump in its read offset."""
     import asyncio
 
-    versions = TP("documents.versions", 0)
-    assert "documents.versions" in consumer.transport.sparse_topics
-    consumer.app.topics.acking_topics.add(versions.topic)  # as for the topics an agent reads
-    consumer.on_sought({versions: 10})
-    consumer._committed_offset[versions] = 10
+    versions = sparse_topic(consumer)
+    committed_at(consumer, 10, versions)
     asyncio.run(consumer._add_gap(versions, 11, 18))
     assert not consumer._gap[versions]
     consumer._thread.holes.append((versions, 11, 17))  # handed out 10 then 18: the position passed 11..17
@@ -162,14 +174,10 @@ def test_holes_are_committed_through_in_one_commit(consumer: SeekingConsumer) ->
     outputs were already committed in the transaction: a kill then gave them twice."""
     import asyncio
 
-    versions = TP("documents.versions", 0)
-    assert "documents.versions" in consumer.transport.sparse_topics
-    consumer.app.topics.acking_topics.add(versions.topic)
+    versions = sparse_topic(consumer)
     stock = stock_consumer(consumer)
     for each in (stock, consumer):
-        if each is consumer:
-            consumer.on_sought({versions: 10})
-        each._committed_offset[versions] = 10
+        committed_at(each, 10, versions)
         processed(each, 10, 11, 12, at=versions)
         asyncio.run(each._add_gap(versions, 13, 15))  # read 12, then 15: 13 and 14 hold no record
         processed(each, 15, 16, at=versions)
@@ -191,13 +199,10 @@ def test_a_seek_while_fetched_records_are_handed_out_makes_no_hole(consumer: See
     again, as on a topic without holes (point 7)."""
     import asyncio
 
-    versions = TP("documents.versions", 0)  # a topic with holes, as every topic is under exactly-once
-    consumer.app.topics.acking_topics.add(versions.topic)
+    versions = sparse_topic(consumer)  # a topic with holes, as every topic is under exactly-once
     stock = stock_consumer(consumer)
     for each in (stock, consumer):
-        if each is consumer:
-            consumer.on_sought({versions: 20})
-        each._committed_offset[versions] = 20
+        committed_at(each, 20, versions)
         processed(each, 20, at=versions)  # handed out before the seek, from a fetch of 20..56
         # The seek sets the read offset back to 20; resuming flow clears 21 and 22 from the stream's queue (point
         # 5 fetches them again), and the loop hands out 23: to faust, 21 and 22 are a hole.
