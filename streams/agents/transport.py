@@ -560,7 +560,7 @@ class SeekingConsumer(driver.Consumer):
                 if self._head_rewound.get(tp) != expected:
                     self._head_rewound[tp] = expected  # once: a second jump means retention deleted them
                     self._mark_refetch(tp, expected)
-                else:
+                else:  # jumped again: retention deleted them, nothing to process there
                     self._gap[tp].addi(expected, batch[0].offset)
 
     async def force_commit(self, topics: Any = None, start_new_transaction: bool = True) -> bool:
@@ -729,6 +729,9 @@ PATCHED_INTERNALS: dict[str, str] = {
     "aiokafka.consumer.fetcher:FetchResult.getall": "3e717e30de5068d5",
     "faust.transport.drivers.aiokafka:AIOKafkaConsumerThread._fetch_records": "39a2c6c79fc1455a",
     "faust.transport.consumer:Consumer._filter_committable_offsets": "dc5e9baf5d994485",
+    # Point 20: recovery resumes the stream partitions before its seek, which resets faust's read offsets.
+    "faust.tables.recovery:Recovery.on_recovery_completed": "6ef567acf072e46d",
+    "faust.transport.consumer:Consumer.perform_seek": "0e8c130ff4b0afd8",
 }
 
 
