@@ -17,6 +17,7 @@ repaired: the input itself was refused.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections import defaultdict
@@ -38,6 +39,10 @@ from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
 from streams.strategies import build_chunker
+
+log = logging.getLogger("streams.audit")
+
+READ_IDLE_S = 30.0  # a read of a topic gives up on a partition after this long without a record
 
 GAP_KINDS = (
     "never_assembled",
@@ -71,9 +76,13 @@ def read_topic(
     since_ms: int | None = None,
     on_message: Callable[[], None] | None = None,
     starts: Mapping[int, int] | None = None,
+    idle_s: float = READ_IDLE_S,
 ) -> Iterator[Message]:
     """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given, or
-    from the offset `starts` gives a partition: a reader that keeps its place between calls)."""
+    from the offset `starts` gives a partition: a reader that keeps its place between calls). A partition is
+    done when the reader's position reaches its end: under exactly-once a topic ends in commit markers, which
+    librdkafka steps over without returning anything, so the last record's offset never did (each read waited
+    `idle_s` for nothing: `streams audit` and the console's refresh, 30 s a topic)."""
     consumer = _reader(settings)
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
@@ -97,7 +106,7 @@ def read_topic(
         consumer.assign(assigned)
         remaining = set(ends)
         idle = time.monotonic()
-        while remaining and time.monotonic() - idle < 30:
+        while remaining and time.monotonic() - idle < idle_s:
             for message in consumer.consume(500, 0.5):
                 if message.error():
                     continue
@@ -107,6 +116,16 @@ def read_topic(
                 if on_message:
                     on_message()
                 yield message
+            for tp in consumer.position([TopicPartition(topic, p) for p in remaining]):
+                if tp.offset >= ends[tp.partition]:  # past markers only (an unknown position is negative)
+                    remaining.discard(tp.partition)
+        if remaining:
+            log.warning(
+                "%s: stopped reading partitions %s after %.0f s without a record, before their end offsets",
+                topic,
+                sorted(remaining),
+                idle_s,
+            )
     finally:
         consumer.close()
 
