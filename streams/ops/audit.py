@@ -34,7 +34,7 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
-from streams.runtime.clients import asked_again, client_config, fetch_config
+from streams.runtime.clients import asked_again, client_config, fetch_config, reached_ends
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
@@ -116,9 +116,7 @@ def read_topic(
                 if on_message:
                     on_message()
                 yield message
-            for tp in consumer.position([TopicPartition(topic, p) for p in remaining]):
-                if tp.offset >= ends[tp.partition]:  # past markers only (an unknown position is negative)
-                    remaining.discard(tp.partition)
+            remaining -= reached_ends(consumer, topic, ends, remaining)
         if remaining:
             log.warning(
                 "%s: stopped reading partitions %s after %.0f s without a record, before their end offsets",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
 from streams.polling import quiet_consumer
-from streams.runtime.clients import client_config, end_offsets, fetch_config
+from streams.runtime.clients import client_config, end_offsets, fetch_config, reached_ends
 from streams.settings import Settings
 
 
@@ -38,6 +39,9 @@ def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str,
         return data if isinstance(data, dict) else {"value": data}
     except (ValueError, TypeError):
         return {"undecodable": value[:200].decode("utf-8", "replace") if value else ""}
+
+
+log = logging.getLogger("streams.tail")
 
 
 def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
@@ -69,6 +73,7 @@ def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit:
         while remaining and time.monotonic() - idle_since < idle_timeout:
             message = consumer.poll(0.2)
             if message is None or message.error():
+                remaining -= reached_ends(consumer, topic, ends, remaining)  # past its last commit markers
                 continue
             idle_since = time.monotonic()
             if message.offset() + 1 >= ends[message.partition()]:
@@ -77,5 +82,12 @@ def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit:
             count += 1
             if limit and count >= limit:
                 return
+        if remaining:
+            log.warning(
+                "%s: stopped after %.0f s without a record, before the end of partitions %s",
+                topic,
+                idle_timeout,
+                sorted(remaining),
+            )
     finally:
         consumer.close()

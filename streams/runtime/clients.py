@@ -12,7 +12,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from streams.settings import ConfigError, Settings
@@ -170,6 +170,16 @@ def end_offsets(reader: Any, topic: str, partitions: Iterable[int], timeout: flo
 
     ends = reader.get_watermark_offsets
     return {p: ends(TopicPartition(topic, p), timeout=timeout, cached=False)[1] for p in partitions}
+
+
+def reached_ends(reader: Any, topic: str, ends: Mapping[int, int], partitions: Iterable[int]) -> set[int]:
+    """The `partitions` whose reader position has reached its end offset in `ends`. librdkafka moves the position
+    past transaction commit markers, and returns nothing for them: under exactly-once every output topic ends in
+    markers, so a reader waiting for the record before the end offset waited for nothing."""
+    from confluent_kafka import TopicPartition
+
+    positions = reader.position([TopicPartition(topic, p) for p in partitions])
+    return {tp.partition for tp in positions if tp.offset >= ends[tp.partition]}  # unknown: negative
 
 
 class BrokerRefused(ConfigError):

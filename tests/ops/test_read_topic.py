@@ -1,5 +1,5 @@
 """Reading a topic to its end when it ends in transaction commit markers, as every output topic of an
-exactly-once worker does: `streams audit`, the ledger and the web console read topics this way."""
+exactly-once worker does: `streams audit`, the ledger, the web console and `streams tail` read topics this way."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.ops.audit import read_topic
 from streams.ops.embedded import broker
+from streams.ops.tail import tail_topic
 from streams.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -39,12 +40,14 @@ def test_a_topic_ending_in_commit_markers_is_read_to_its_end_without_waiting(
                 sent.append(value)
             out.commit_transaction(30)
         settings = Settings(broker=server.address, data_dir=tmp_path)
-        with caplog.at_level(logging.WARNING, logger="streams.audit"):
+        with caplog.at_level(logging.WARNING):
             read = [m.value() for m in read_topic(settings, "marked", idle_s=5.0)]
             # Where the console's reader keeps its place: after the last record, before its marker.
             again = list(read_topic(settings, "marked", starts={0: 5, 1: 5}, idle_s=5.0))
+            tailed = list(tail_topic(settings, "marked", idle_timeout=5.0))  # `streams tail` reads the same way
     finally:
         server.stop()
     assert sorted(read) == sorted(sent)
     assert again == []
-    assert not [r for r in caplog.records if "stopped reading" in r.getMessage()], caplog.text
+    assert len(tailed) == len(sent)
+    assert not [r for r in caplog.records if "stopped" in r.getMessage()], caplog.text
