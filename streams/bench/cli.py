@@ -229,7 +229,10 @@ def quality(
         dropped = f", {part['dropped_questions']} dropped with their evidence" if part["dropped_questions"] else ""
         out.print(f"[bold]variant {variant}[/] ({part['questions']} questions{dropped})")
         for r in part["results"]:
-            out.print(f"  {r['name']}: recall {r['recall']:.3f}, IoU {r['iou']:.4f}, mean {r['mean_tokens']:.0f} tok")
+            size = f"mean {r['mean_tokens']:.0f} tok"
+            if "retrieved_tokens" in r:
+                size += f", retrieved {r['retrieved_tokens']:.0f}"
+            out.print(f"  {r['name']}: recall {r['recall']:.3f}, IoU {r['iou']:.4f}, {size}")
         _verdicts(part["targets"], indent="  ")
         for name, reason in part["skipped"].items():
             err.print(f"  [yellow]{variant}: {name} skipped:[/] {reason}", highlight=False)
@@ -407,7 +410,12 @@ def _verdict_line(key: str, verdict: dict[str, Any]) -> str:
         if m:
             cid += (
                 f" (recall {100 * m['recall']:+.1f} ± {100 * m['recall_se']:.1f},"
-                f" IoU {100 * m['iou']:+.2f} ± {100 * m['iou_se']:.2f} points)"
+                f" IoU {100 * m['iou']:+.2f} ± {100 * m['iou_se']:.2f} points"
+                + (
+                    f"; retrieved {m['retrieved_tokens']:.0f} against {m['reference_retrieved_tokens']:.0f} tokens)"
+                    if "retrieved_tokens" in m
+                    else ")"
+                )
             )
         below.append(cid)
     detail = f"; below on {', '.join(below)}" if below else ""
@@ -417,7 +425,7 @@ def _verdict_line(key: str, verdict: dict[str, Any]) -> str:
 def _per_corpus_table(report: dict[str, Any]) -> None:
     """One row per corpus and candidate: a mean over the pool can hide the corpus a chunker fails on."""
     table = Table(title="per corpus")
-    for column in ("corpus", "source", "name", "recall", "IoU", "mean tok", "max tok", "chunks"):
+    for column in ("corpus", "source", "name", "recall", "IoU", "mean tok", "retrieved tok", "max tok", "chunks"):
         table.add_column(column, justify="left" if column in {"corpus", "source", "name"} else "right")
     sources = report.get("corpus_sources", {})
     for cid in report["corpora"]:
@@ -432,10 +440,16 @@ def _per_corpus_table(report: dict[str, Any]) -> None:
                 f"{scores['recall']:.3f}",
                 f"{scores['iou']:.4f}",
                 f"{scores['mean_tokens']:.0f}",
+                _tokens(scores.get("retrieved_tokens")),
                 str(scores["max_tokens"]),
                 str(scores["chunks"]),
             )
     out.print(table)
+
+
+def _tokens(value: float | None) -> str:
+    """A size in tokens, or blank where the scoring has none (a baseline scored without retrieval sizes)."""
+    return "" if value is None else f"{value:.0f}"
 
 
 BROKER_NAMES = {"noida": "noida-db", "kafka": "Apache Kafka"}

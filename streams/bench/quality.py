@@ -394,6 +394,10 @@ def recursive_family(eval_set: EvalSet, targets: dict[str, float]) -> Iterator[t
         yield recursive_at_corpus_means(eval_set, {cid: mean * factor for cid, mean in targets.items()})
 
 
+#: The mean sizes a scoring reports: of the chunks made, and of those retrieved (`evaluate`).
+SIZES = ("mean_tokens", "retrieved_tokens")
+
+
 def mean_result(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Several scorings of one pool as one: each question's (recall, IoU) and every reported figure the
     mean over `results`; the max chunk the largest. Paired comparisons then see one baseline."""
@@ -405,12 +409,12 @@ def mean_result(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
             **{key: round(float(np.mean([x[key] for x in rows])), 4) for key in ("recall", "precision", "iou")},
             "questions": row["questions"],
             "chunks": round(float(np.mean([x["chunks"] for x in rows])), 1),
-            "mean_tokens": round(float(np.mean([x["mean_tokens"] for x in rows])), 1),
+            **{key: round(float(np.mean([x[key] for x in rows])), 1) for key in SIZES if key in row},
             "max_tokens": max(x["max_tokens"] for x in rows),
         }
     return {
         **{key: round(float(np.mean([r[key] for r in results])), 4) for key in ("recall", "precision", "iou")},
-        "mean_tokens": round(float(np.mean([r["mean_tokens"] for r in results])), 1),
+        **{key: round(float(np.mean([r[key] for r in results])), 1) for key in SIZES if key in first},
         "max_tokens": max(r["max_tokens"] for r in results),
         "chunks": round(float(np.mean([r["chunks"] for r in results])), 1),
         "long_chunks": round(float(np.mean([r["long_chunks"] for r in results])), 1),
@@ -592,7 +596,8 @@ def mix_results(
 ) -> dict[str, Any]:
     """Two scorings of one pool as one mixed corpus by corpus: each question's (recall, IoU) is
     (1 - w) x the first's + w x the second's, w its corpus's weight; every figure of a corpus is mixed the
-    same way, and the pooled figures are the mean over questions (precision and sizes over corpora)."""
+    same way, and the pooled figures are the mean over questions (precision and the retrieved size weighted by
+    each corpus's questions, the mean size by its chunks)."""
     w = np.array([weights.get(q.corpus_id, 0.0) for q in eval_set.questions])[:, None]
     per_question = (1 - w) * lower[PER_QUESTION] + w * upper[PER_QUESTION]
     per_corpus: dict[str, dict[str, float]] = {}
@@ -602,7 +607,7 @@ def mix_results(
             **{key: round((1 - x) * low[key] + x * high[key], 4) for key in ("recall", "precision", "iou")},
             "questions": low["questions"],
             "chunks": round((1 - x) * low["chunks"] + x * high["chunks"], 1),
-            "mean_tokens": round((1 - x) * low["mean_tokens"] + x * high["mean_tokens"], 1),
+            **{key: round((1 - x) * low[key] + x * high[key], 1) for key in SIZES if key in low},
             "max_tokens": max(low["max_tokens"], high["max_tokens"])
             if 0 < x < 1
             else (high if x else low)["max_tokens"],
@@ -610,11 +615,17 @@ def mix_results(
     asked = sum(row["questions"] for row in per_corpus.values()) or 1
     chunks = sum(row["chunks"] for row in per_corpus.values()) or 1
     recall, iou = per_question.mean(axis=0)
+    retrieved = (
+        {"retrieved_tokens": round(sum(r["retrieved_tokens"] * r["questions"] for r in per_corpus.values()) / asked, 1)}
+        if all("retrieved_tokens" in r for r in per_corpus.values())
+        else {}
+    )
     return {
         "recall": round(float(recall), 4),
         "precision": round(sum(r["precision"] * r["questions"] for r in per_corpus.values()) / asked, 4),
         "iou": round(float(iou), 4),
         "mean_tokens": round(sum(r["mean_tokens"] * r["chunks"] for r in per_corpus.values()) / chunks, 1),
+        **retrieved,
         "max_tokens": max(r["max_tokens"] for r in per_corpus.values()),
         "chunks": round(chunks, 1),
         "long_chunks": round(float(np.mean([lower["long_chunks"], upper["long_chunks"]])), 1),
@@ -708,7 +719,11 @@ def evaluate(
     embed_texts: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Embed the chunks (cached in-process), retrieve top k per question, average Chroma's scores; per
-    corpus too, with that corpus's own chunk sizes beside its scores."""
+    corpus too, with that corpus's own chunk sizes beside its scores.
+
+    `retrieved_tokens` is the mean size of the chunks retrieved, question by question: retrieval favours
+    a chunker's larger chunks, and IoU divides by what is retrieved, so two chunkers of one mean size but
+    unequal spread differ in IoU by that much before any boundary does."""
     from streams.bench import bench_embedder
     from streams.core.tokenizers import get_tokenizer
 
@@ -722,6 +737,7 @@ def evaluate(
     top = np.argsort(-similarity, axis=1, kind="stable")[:, :k]
     pairs = zip(top, eval_set.questions, strict=True)
     scores = np.array([score_question([chunks[j] for j in row], q) for row, q in pairs])
+    retrieved = np.asarray(counts, dtype=np.float64)[top].mean(axis=1)
     per_corpus: dict[str, dict[str, float]] = {}
     for cid in eval_set.corpora:
         mask = np.array([q.corpus_id == cid for q in eval_set.questions])
@@ -735,6 +751,7 @@ def evaluate(
                 "questions": int(mask.sum()),
                 "chunks": len(sizes),
                 "mean_tokens": round(sum(sizes) / len(sizes), 1) if sizes else 0.0,
+                "retrieved_tokens": round(float(retrieved[mask].mean()), 1),
                 "max_tokens": max(sizes, default=0),
             }
     recall, precision, iou = scores.mean(axis=0)
@@ -743,6 +760,7 @@ def evaluate(
         "precision": round(float(precision), 4),
         "iou": round(float(iou), 4),
         "mean_tokens": round(sum(counts) / len(counts), 1),
+        "retrieved_tokens": round(float(retrieved.mean()), 1),
         "max_tokens": max(counts),
         "chunks": len(chunks),
         # past the model's word-piece limit: embedded truncated or as windows (STREAMS_EMBED_LONG_CHUNKS)
@@ -809,7 +827,8 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
     The margins come with the standard error of the paired per-question differences, so a miss by a
     fraction of one question's score reads as what it is; the verdict itself stays the plain "at or
     above" the issue asks for. `chance` sets the corpora below by more than one standard error against
-    what parity would give (chance_of_misses)."""
+    what parity would give (chance_of_misses). The sizes retrieved on each side stand beside the margins: at one
+    mean size, the chunker whose larger chunks retrieval picks loses IoU by their share."""
     ours, theirs = candidate.get("per_corpus", {}), reference.get("per_corpus", {})
     corpora: dict[str, bool] = {}
     margins: dict[str, dict[str, float]] = {}
@@ -827,6 +846,9 @@ def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: Eval
                 "iou": round(ours[cid]["iou"] - theirs[cid]["iou"], 4),
                 "iou_se": round(float(se[1]), 4),
             }
+            if "retrieved_tokens" in ours[cid] and "retrieved_tokens" in theirs[cid]:
+                margins[cid]["retrieved_tokens"] = ours[cid]["retrieved_tokens"]
+                margins[cid]["reference_retrieved_tokens"] = theirs[cid]["retrieved_tokens"]
     result: dict[str, Any] = {"corpora": corpora, "margins": margins}
     if PER_QUESTION in candidate and PER_QUESTION in reference and margins:
         keep = np.array([q.corpus_id in margins for q in eval_set.questions])

@@ -259,6 +259,47 @@ def test_quality_strategies_only(eval_dir: Path) -> None:
     assert window["mean_tokens"] > 0
 
 
+@needs_model
+def test_evaluate_reports_the_size_of_what_is_retrieved_beside_the_size_of_what_is_made(eval_dir: Path) -> None:
+    """IoU divides by what is retrieved: a long chunk no question is about is made but never retrieved, so the
+    size retrieval picks (each topic's own chunk) is not the mean size of the chunks made."""
+    from streams.bench import bench_embedder
+    from streams.bench.quality import _versus
+    from streams.core.tokenizers import get_tokenizer
+
+    eval_set = load_eval_set(eval_dir)
+    text = eval_set.corpora["topics"]
+    chunks = [
+        Chunk("topics", text.index(part), text.index(part) + len(part), part) for part in (BAKERY, VOLCANO, CHESS)
+    ]
+    tides = "Tides rise and fall twice a day as the moon pulls the sea along the coast of the bay. " * 6
+    chunks.append(Chunk("elsewhere", 0, len(tides), tides))
+    vectors = bench_embedder().encode([q.text for q in eval_set.questions])
+    scored = evaluate(chunks, eval_set, vectors, 1)
+    sizes = get_tokenizer().count_many([c.text for c in chunks])
+    assert scored["recall"] == 1.0  # each question retrieved its own topic's chunk
+    answering = sum(sizes[:3]) / 3
+    assert scored["retrieved_tokens"] == round(answering, 1) == scored["per_corpus"]["topics"]["retrieved_tokens"]
+    assert scored["mean_tokens"] == round(sum(sizes) / 4, 1) != scored["retrieved_tokens"]
+    family = mean_result(
+        [
+            scored,
+            {
+                **scored,
+                "retrieved_tokens": 0.0,
+                "per_corpus": {"topics": {**scored["per_corpus"]["topics"], "retrieved_tokens": 0.0}},
+            },
+        ]
+    )
+    assert family["retrieved_tokens"] == round(answering / 2, 1)
+    assert family["per_corpus"]["topics"]["retrieved_tokens"] == round(answering / 2, 1)
+    margins = _versus(scored, family, eval_set)["margins"]["topics"]
+    assert (margins["retrieved_tokens"], margins["reference_retrieved_tokens"]) == (
+        round(answering, 1),
+        round(answering / 2, 1),
+    )
+
+
 @pytest.mark.bench
 @needs_baselines
 @needs_model
@@ -415,6 +456,7 @@ def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypat
             "questions": 1,
             "chunks": 10,
             "mean_tokens": size,
+            "retrieved_tokens": size * size / 100,  # retrieval picks the larger chunks
             "max_tokens": 2 * size,
         }
 
@@ -424,6 +466,8 @@ def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypat
     assert mixed[PER_QUESTION].ravel().tolist() == pytest.approx([0.75, 0.15, 0.5, 0.1, 0.25, 0.1])
     assert mixed["per_corpus"]["small"]["mean_tokens"] == 90.0 and mixed["per_corpus"]["large"]["mean_tokens"] == 90.0
     assert mixed["per_corpus"]["small"]["max_tokens"] == 240 and mixed["per_corpus"]["large"]["max_tokens"] == 180
+    assert mixed["per_corpus"]["small"]["retrieved_tokens"] == 0.75 * 64 + 0.25 * 144
+    assert mixed["per_corpus"]["large"]["retrieved_tokens"] == 81 and mixed["retrieved_tokens"] == (84 + 81) / 2
     assert mixed["recall"] == pytest.approx(0.5) and mixed["iou"] == pytest.approx(0.35 / 3, abs=1e-4)
 
 
@@ -744,7 +788,9 @@ def test_quality_semantic_target_is_at_each_corpus_own_size(eval_dir: Path) -> N
     report = run_quality(eval_dir, k=1, strategies=["semantic"])
     target = report["targets"]["semantic_vs_recursive_same_size"]
     assert set(target["corpora"]) == {"topics"} and target["met"] == all(target["corpora"].values())
-    assert set(target["margins"]["topics"]) == {"recall", "recall_se", "iou", "iou_se"}
+    margins = target["margins"]["topics"]
+    assert set(margins) == {"recall", "recall_se", "iou", "iou_se", "retrieved_tokens", "reference_retrieved_tokens"}
+    assert margins["retrieved_tokens"] == report["results"][0]["per_corpus"]["topics"]["retrieved_tokens"] > 0
     assert target["chance"]["pooled"]["questions"] == report["questions"]
     assert "semantic_vs_recursive_pool_size" not in report["targets"]  # one corpus: the same match
     # The target's baseline is the family of sizes about the matched one, scored again here member by member.
