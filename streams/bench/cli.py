@@ -440,16 +440,11 @@ def _per_corpus_table(report: dict[str, Any]) -> None:
                 f"{scores['recall']:.3f}",
                 f"{scores['iou']:.4f}",
                 f"{scores['mean_tokens']:.0f}",
-                _tokens(scores.get("retrieved_tokens")),
+                f"{scores['retrieved_tokens']:.0f}",
                 str(scores["max_tokens"]),
                 str(scores["chunks"]),
             )
     out.print(table)
-
-
-def _tokens(value: float | None) -> str:
-    """A size in tokens, or blank where the scoring has none (a baseline scored without retrieval sizes)."""
-    return "" if value is None else f"{value:.0f}"
 
 
 BROKER_NAMES = {"noida": "noida-db", "kafka": "Apache Kafka"}
