@@ -817,8 +817,8 @@ def _baselines(
         "recall_not_lower": bool(best["recall"] >= matched["recall"]),
     }
     verdict["met"] = verdict["iou_above"] and verdict["recall_not_lower"]
-    issue23 = _embedding_targets(eval_set, question_vectors, k, results, tick)
-    return {**verdict, **issue23}
+    embedding_targets = _embedding_targets(eval_set, question_vectors, k, results, tick)
+    return {**verdict, **embedding_targets}
 
 
 def _versus(candidate: dict[str, Any], reference: dict[str, Any], eval_set: EvalSet) -> dict[str, Any]:
