@@ -368,7 +368,8 @@ def _verdicts(targets: dict[str, Any], indent: str = "") -> None:
 
 def _chance_line(chance: dict[str, Any], corpora: int) -> str:
     """The corpora below by more than one standard error beside what parity gives, which of them parity
-    does not explain, and the pooled margin: two equal chunkers show such misses too."""
+    does not explain, the pooled margin, and what a chunker ahead by that margin everywhere would show:
+    two equal chunkers show such misses, and so does one ahead on every corpus."""
     below = chance["below"]
     named = ", ".join(f"{cid} p {chance['p'][cid]:.3f}" for cid in below)
     beyond = ", ".join(chance["beyond_chance"]) or "none"
@@ -379,7 +380,8 @@ def _chance_line(chance: dict[str, Any], corpora: int) -> str:
         f"{chance['p_at_least']:.0%} of {chance['draws']:,} sign flips; beyond chance (Holm, "
         f"{chance['alpha']:.0%}): {beyond}; over all {pooled['questions']} questions recall "
         f"{100 * pooled['recall']:+.1f} ± {100 * pooled['recall_se']:.1f}, IoU {100 * pooled['iou']:+.2f} ± "
-        f"{100 * pooled['iou_se']:.2f} points"
+        f"{100 * pooled['iou_se']:.2f} points; ahead by that on every corpus, "
+        f"{chance['expected_if_ahead']:.1f} expected below and none in {chance['none_if_ahead']:.0%} of draws"
     )
 
 

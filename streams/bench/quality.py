@@ -872,12 +872,19 @@ def chance_of_misses(
     by chance, so a count over nine corpora means little alone: `p_at_least` is the share of draws with at
     least as many such corpora. A corpus is `beyond_chance` when its own one-sided p (the lower of its two
     metrics', doubled) survives Holm's correction over all corpora at `alpha`: one real shortfall among
-    many wins is found even when the count looks like parity's."""
+    many wins is found even when the count looks like parity's.
+
+    `expected_if_ahead` reads the count the other way: if the candidate were ahead on every corpus by its
+    pooled margin, each corpus's differences centred on that margin and sign-flipped the same way, how many
+    corpora would still fall below by more than one standard error, and in what share of draws none would
+    (`none_if_ahead`). A target asking for no such corpus is missed that often by a chunker ahead everywhere."""
     diff = np.asarray(diff, dtype=np.float64)
     labels = np.asarray(groups)
     names = [c for c in dict.fromkeys(groups) if (labels == c).sum() > 1]
     signs = np.random.default_rng(0).choice((-1.0, 1.0), size=(draws, len(diff)))
+    pooled = diff.mean(axis=0)
     counts = np.zeros(draws, dtype=int)
+    ahead = np.zeros(draws, dtype=int)
     below: list[str] = []
     p_values: dict[str, float] = {}
     for name in names:
@@ -891,6 +898,10 @@ def chance_of_misses(
         squares = (block**2).sum(axis=0)  # a sign flip leaves each squared difference as it is
         variance = np.maximum(squares - n * means**2, 0.0) / (n - 1)
         counts += (means < -np.sqrt(variance / n)).any(axis=1)
+        centred = block - observed
+        shifts = signs[:, rows] @ centred / n  # the drawn mean is pooled + shifts
+        spread = np.maximum((centred**2).sum(axis=0) - n * shifts**2, 0.0) / (n - 1)
+        ahead += (pooled + shifts < -np.sqrt(spread / n)).any(axis=1)
         one_sided = ((means <= observed + 1e-12).sum(axis=0) + 1) / (draws + 1)  # a tie counts as far below
         p_values[name] = min(1.0, 2 * float(one_sided.min()))
     beyond: list[str] = []
@@ -898,12 +909,13 @@ def chance_of_misses(
         if p_values[name] > alpha / (len(p_values) - rank):
             break
         beyond.append(name)
-    pooled = diff.mean(axis=0)
     pooled_se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.zeros(2)
     return {
         "below": sorted(below),
         "expected_at_parity": round(float(counts.mean()), 2),
         "p_at_least": round(float((counts >= len(below)).mean()), 3),
+        "expected_if_ahead": round(float(ahead.mean()), 2),
+        "none_if_ahead": round(float((ahead == 0).mean()), 3),
         "p": {name: round(p_values[name], 4) for name in sorted(below)},
         "beyond_chance": sorted(beyond),
         "alpha": alpha,

@@ -725,6 +725,39 @@ def test_chance_of_misses_tells_a_real_shortfall_from_parity() -> None:
     assert "beyond chance (Holm, 5%): c4;" in line and "over all 720 questions recall" in line
 
 
+def test_chance_of_misses_says_what_a_chunker_ahead_everywhere_would_show() -> None:
+    """A chunker ahead on every corpus by one standard error of a corpus still puts one corpus in about
+    twenty below by more than one: the count a target of no such corpus is met with. The reading is
+    centred on the pooled margin, not on each corpus's own, so one corpus far below does not move it."""
+    from streams.bench.cli import _chance_line
+    from streams.bench.quality import chance_of_misses
+
+    rng = np.random.default_rng(11)
+    names = [f"c{n}" for n in range(9)]
+    groups = [name for name in names for _ in range(100)]
+    noise = rng.normal(0.0, [0.3, 0.02], size=(len(groups), 2))
+    for name in names:  # each corpus's mean exactly 0, so the margin added below is the whole margin
+        rows = np.array([g == name for g in groups])
+        noise[rows] -= noise[rows].mean(axis=0)
+    se = noise[:100].std(axis=0, ddof=1) / 10  # one corpus's standard error (about the same on each)
+    at_parity = chance_of_misses(noise, groups)
+    assert at_parity["expected_if_ahead"] == pytest.approx(at_parity["expected_at_parity"], abs=0.3)
+    one_se = chance_of_misses(noise + se, groups)
+    # normal approximation: each metric below with p = Phi(-2) = 0.023, so 9 x 0.045 = 0.41 corpora
+    assert 0.2 < one_se["expected_if_ahead"] < 0.7 and 0.5 < one_se["none_if_ahead"] < 0.8
+    assert one_se["below"] == [] and one_se["expected_at_parity"] > 1.0
+    far = chance_of_misses(noise + 5 * se, groups)
+    assert far["expected_if_ahead"] == 0.0 and far["none_if_ahead"] == 1.0
+    mixed = noise + 5 * se
+    mixed[:100] -= 8 * se  # c0 three standard errors below, the other eight five above
+    one_down = chance_of_misses(mixed, groups)
+    assert one_down["below"] == ["c0"] and one_down["beyond_chance"] == ["c0"]
+    assert one_down["expected_if_ahead"] < 0.1  # centred on c0's own margin, c0 would count in every draw
+    expected, none = one_se["expected_if_ahead"], one_se["none_if_ahead"]
+    line = _chance_line(one_se, 9)
+    assert line.endswith(f"on every corpus, {expected:.1f} expected below and none in {none:.0%} of draws")
+
+
 def test_mean_result_averages_each_question_and_each_corpus() -> None:
     """The family baseline is the mean of its members question by question, so a paired comparison
     against it is a comparison with the family's expected score, not with one size's."""
