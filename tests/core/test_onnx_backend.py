@@ -55,3 +55,17 @@ def test_onnx_vectors_do_not_depend_on_their_batch(export_dir: Path) -> None:
     for row, text in enumerate(TEXTS):
         onnx.clear_cache()
         assert onnx.encode([text])[0].tobytes() == together[row].tobytes()
+
+
+def test_onnx_vectors_do_not_depend_on_the_thread_count(export_dir: Path) -> None:
+    """Workers embed on one thread and the vector sink may use two, and they share vectors through the
+    embedding store: a vector must not depend on who embedded it. Batches of one length are split over
+    the threads too, so a batch of sixteen is compared as well as single texts and a windowed long one."""
+    words = " ".join(f"clause {n} binds the tenant" for n in range(400)).split()
+    batch = [" ".join(words[start : start + 40]) for start in range(0, 16 * 40, 40)]  # one length, no padding
+    texts = [*TEXTS, *batch, " ".join(words)]  # the last is past 256 word pieces: a mean of windows
+    embedder = Embedder(backend=Backend("onnx", export_dir), threads=1)
+    assert len(set(embedder.token_lengths(batch))) == 1 and embedder.count_long(texts) == 2
+    one = embedder.encode(texts)
+    two = Embedder(backend=Backend("onnx", export_dir), threads=2).encode(texts)
+    assert one.tobytes() == two.tobytes()
