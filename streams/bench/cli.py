@@ -380,7 +380,7 @@ def _chance_line(chance: dict[str, Any], corpora: int) -> str:
         f"{chance['p_at_least']:.0%} of {chance['draws']:,} sign flips; beyond chance (Holm, "
         f"{chance['alpha']:.0%}): {beyond}; over all {pooled['questions']} questions recall "
         f"{100 * pooled['recall']:+.1f} ± {100 * pooled['recall_se']:.1f}, IoU {100 * pooled['iou']:+.2f} ± "
-        f"{100 * pooled['iou_se']:.2f} points; ahead by that on every corpus, "
+        f"{100 * pooled['iou_se']:.2f} points; at that margin on every corpus, "
         f"{chance['expected_if_ahead']:.1f} expected below and none in {chance['none_if_ahead']:.0%} of draws"
     )
 

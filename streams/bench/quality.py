@@ -877,7 +877,8 @@ def chance_of_misses(
     `expected_if_ahead` reads the count the other way: if the candidate were ahead on every corpus by its
     pooled margin, each corpus's differences centred on that margin and sign-flipped the same way, how many
     corpora would still fall below by more than one standard error, and in what share of draws none would
-    (`none_if_ahead`). A target asking for no such corpus is missed that often by a chunker ahead everywhere."""
+    (`none_if_ahead`). A target asking for no such corpus is missed that often by a chunker ahead everywhere.
+    (With a negative pooled margin the same draws describe a chunker behind everywhere.)"""
     diff = np.asarray(diff, dtype=np.float64)
     labels = np.asarray(groups)
     names = [c for c in dict.fromkeys(groups) if (labels == c).sum() > 1]
