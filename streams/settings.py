@@ -248,7 +248,11 @@ class Settings(BaseSettings):
     embed_cache_max_rows: int = Field(500_000, ge=1, description="rows the cache keeps (least recently used go)")
     embed_cache_ttl_days: int = Field(30, ge=1, description="days an unused row stays in the MongoDB cache")
     embed_threads: int | None = Field(
-        None, ge=0, le=256, description="forward-pass threads; unset: 1 in a worker, the runtime's default elsewhere"
+        None,
+        ge=0,
+        le=256,
+        description="forward-pass threads; unset: 1 in a worker and in the speed benches, every core in `bench "
+        "quality`, the runtime's default elsewhere",
     )
     embed_long_chunks: str = Field(
         "mean",

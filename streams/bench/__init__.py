@@ -52,6 +52,25 @@ def single_core() -> Iterator[None]:
                 os.environ[name] = value
 
 
+@contextmanager
+def environment(name: str, value: str) -> Iterator[None]:
+    """`name` set to `value` inside the block (settings, and the workers a bench starts, read it), restored after."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container's cpuset narrows)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def bench_settings() -> Settings:
     """The settings in-process measurements run with: embedding on one thread unless
     `STREAMS_EMBED_THREADS` says otherwise, so every candidate runs on one core."""
@@ -113,4 +132,13 @@ def baseline_libraries_missing() -> list[str]:
     )
 
 
-__all__ = ["BenchError", "Progress", "baseline_libraries_missing", "bench_chunker", "bench_embedder", "single_core"]
+__all__ = [
+    "BenchError",
+    "Progress",
+    "baseline_libraries_missing",
+    "bench_chunker",
+    "bench_embedder",
+    "environment",
+    "single_core",
+    "usable_cores",
+]

@@ -154,11 +154,24 @@ def quality(
             "blank lines), wrapped80, one_paragraph, plain (all at once), or all.",
         ),
     ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="Forward-pass threads (default: STREAMS_EMBED_THREADS if set, else every core this process may "
+            "use). The figures do not depend on it; only the time does.",
+        ),
+    ] = None,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
+    from streams.bench import environment, usable_cores
     from streams.bench.quality import CHROMA, run_quality
 
-    with _progress() as update:
+    # Quality, unlike speed, is measured on every core: the vectors are the same bytes on any thread count
+    # (test_onnx_backend.py) and the bench is 96% forward pass (docs/benchmarks.md, Retrieval quality).
+    chosen = threads if threads is not None else os.environ.get("STREAMS_EMBED_THREADS") or usable_cores()
+    with environment("STREAMS_EMBED_THREADS", str(chosen)), _progress() as update:
         report = run_quality(
             _quality_corpus(corpus),
             k,

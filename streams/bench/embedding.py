@@ -9,33 +9,17 @@
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from streams.bench import BenchError, Progress, single_core
+from streams.bench import BenchError, Progress, environment, single_core
 from streams.bench.pipeline import end_to_end, synthetic_documents
 from streams.core.events import PageEvent
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
-
-
-@contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    """The workers `end_to_end` starts inherit this process's environment."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
 
 
 def _sentences_and_chunks(docs: Sequence[list[PageEvent]]) -> tuple[list[str], dict[str, int], dict[str, float]]:
@@ -126,7 +110,7 @@ def run_embedding_bench(
             ("together_no_store", ["semantic", "cluster"], "none"),
         ]
         for label, strategies, cache in plan:
-            with _env("STREAMS_EMBED_CACHE", cache):
+            with environment("STREAMS_EMBED_CACHE", cache):
                 run = end_to_end(documents, strategies, 1, 4, sum(chunks[s] for s in strategies), progress=progress)
             runs[label] = {
                 "workers": len(strategies),

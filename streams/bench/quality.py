@@ -1238,6 +1238,7 @@ def run_quality(
         "variants": variant_reports,
         "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
         "embed_model": embedder.model_name,
+        "embed_threads": embedder.threads,  # the figures do not depend on it (test_onnx_backend.py)
     }
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -516,6 +518,29 @@ def test_cli_quality_missing_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert captured.out == ""
     assert "quality corpus directory not found" in captured.err
     assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_cli_quality_uses_every_core_with_the_same_figures(eval_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Quality is measured on every core by default, `--threads` or STREAMS_EMBED_THREADS choosing
+    otherwise; the report says how many, every figure is the same on each, and the setting does not
+    outlive the command."""
+    from streams.bench import usable_cores
+
+    monkeypatch.delenv("STREAMS_EMBED_THREADS", raising=False)
+
+    def report(*extra: str) -> dict[str, Any]:
+        args = ["quality", "--corpus", str(eval_dir), "--no-baselines", "-s", "semantic", "--k", "1", "--json"]
+        result = CliRunner().invoke(bench_app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    every, one, two = report(), report("--threads", "1"), report("--threads", "2")
+    assert (every["embed_threads"], one["embed_threads"], two["embed_threads"]) == (usable_cores(), 1, 2)
+    assert "STREAMS_EMBED_THREADS" not in os.environ
+    monkeypatch.setenv("STREAMS_EMBED_THREADS", "1")
+    assert report()["embed_threads"] == 1 and os.environ["STREAMS_EMBED_THREADS"] == "1"
+    figures = [{k: v for k, v in r.items() if k != "embed_threads"} for r in (every, one, two)]
+    assert figures[0] == figures[1] == figures[2] and figures[0]["results"][0]["recall"] > 0
 
 
 def test_synthetic_documents_are_deterministic() -> None:
