@@ -8,6 +8,8 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
 # (description, completed, total): lets the CLI draw a progress bar without the benchmarks knowing rich.
 Progress = Callable[[str, int, int], None]
+#: A SQLite file of vectors kept between quality runs (`kept_vectors`); None: every text is embedded.
+_kept_vectors: ContextVar[Path | None] = ContextVar("kept_vectors", default=None)
 
 
 class BenchError(RuntimeError):
@@ -82,16 +86,32 @@ def bench_settings() -> Settings:
     return settings
 
 
+@contextmanager
+def kept_vectors(path: Path) -> Iterator[None]:
+    """Inside the block the bench's embedders keep their vectors in the SQLite file `path` and read them
+    back on the next run, so a re-run embeds only the texts it has not seen. Only where the figures are
+    scores, not speed: a vector is the same bytes cached or not (`streams.core.embedding`)."""
+    token = _kept_vectors.set(path.absolute())
+    try:
+        yield
+    finally:
+        _kept_vectors.reset(token)
+
+
 def bench_embedder(long_texts: str | None = None, backend: str | None = None) -> Embedder:
     """The embedder a measurement uses, from `bench_settings` (model, backend, threads, long-text handling)
     with `backend` and `long_texts` overriding them, and no shared store: a measurement must embed what
-    it measures. Equal arguments give the same embedder, so one measurement can clear another's cache."""
+    it measures (inside `kept_vectors`, the file it names). Equal arguments give the same embedder, so one
+    measurement can clear another's cache."""
     from streams.embedstore import embedder_for
 
     settings = bench_settings()
     if backend is not None:
         settings = settings.model_copy(update={"embed_backend": backend})
-    return embedder_for(settings, long_texts, shared=False)
+    kept = _kept_vectors.get()
+    if kept is not None:
+        settings = settings.model_copy(update={"embed_cache": "sqlite", "embed_cache_path": kept})
+    return embedder_for(settings, long_texts, shared=kept is not None)
 
 
 def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] | None = None) -> Any:
@@ -139,6 +159,7 @@ __all__ = [
     "bench_chunker",
     "bench_embedder",
     "environment",
+    "kept_vectors",
     "single_core",
     "usable_cores",
 ]

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Annotated, Any
@@ -163,15 +163,24 @@ def quality(
             "use). The figures do not depend on it; only the time does.",
         ),
     ] = None,
+    vectors: Annotated[
+        Path | None,
+        typer.Option(
+            "--vectors",
+            help="A SQLite file that keeps the vectors between runs, so a re-run embeds only the texts it has not "
+            "seen (after a chunker change: that chunker's). The figures are the same with it or without.",
+        ),
+    ] = None,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
-    from streams.bench import environment, usable_cores
+    from streams.bench import environment, kept_vectors, usable_cores
     from streams.bench.quality import CHROMA, run_quality
 
     # Quality, unlike speed, is measured on every core: the vectors are the same bytes on any thread count
     # (test_onnx_backend.py) and the bench is 96% forward pass (docs/benchmarks.md, Retrieval quality).
     chosen = threads if threads is not None else os.environ.get("STREAMS_EMBED_THREADS") or usable_cores()
-    with environment("STREAMS_EMBED_THREADS", str(chosen)), _progress() as update:
+    kept = kept_vectors(vectors) if vectors is not None else nullcontext()
+    with environment("STREAMS_EMBED_THREADS", str(chosen)), kept, _progress() as update:
         report = run_quality(
             _quality_corpus(corpus),
             k,

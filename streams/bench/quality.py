@@ -1151,6 +1151,7 @@ def run_quality(
     whole pool transformed at once, so retrieval is as hard as on the original."""
     from streams.bench import bench_embedder
     from streams.core.chunkers import STRATEGIES
+    from streams.embedstore import cache_stats
 
     if k < 1:
         raise BenchError("--k must be at least 1")
@@ -1185,6 +1186,7 @@ def run_quality(
         done += 1
 
     tick("embedding questions")
+    before = cache_stats()
     embedder = bench_embedder()  # questions and chunks (`evaluate`) alike
     question_vectors = embedder.encode([q.text for q in eval_set.questions])
     results: list[dict[str, Any]] = []
@@ -1220,6 +1222,7 @@ def run_quality(
     variant_reports = {v: _variant_report(eval_set, v, chosen, k, tick) for v in shapes}
     if progress:
         progress("done", total, total)
+    after = cache_stats()
     for result in results:
         result.pop(PER_QUESTION, None)
         worst = worst_corpus(result)
@@ -1239,6 +1242,8 @@ def run_quality(
         "method": "Chroma chunking_evaluation scores on character ranges; exact cosine top-k over all corpora",
         "embed_model": embedder.model_name,
         "embed_threads": embedder.threads,  # the figures do not depend on it (test_onnx_backend.py)
+        # texts this run embedded, and those it read back from `--vectors` (kept_vectors)
+        "vectors": {"embedded": after.misses - before.misses, "read": after.shared_hits - before.shared_hits},
     }
 
 

@@ -543,6 +543,30 @@ def test_cli_quality_uses_every_core_with_the_same_figures(eval_dir: Path, monke
     assert figures[0] == figures[1] == figures[2] and figures[0]["results"][0]["recall"] > 0
 
 
+def test_cli_quality_keeps_vectors_between_runs(eval_dir: Path, tmp_path: Path) -> None:
+    """With `--vectors`, a second run in a new process embeds nothing (every vector is read back from the
+    file) and prints the same figures; without it, everything is embedded again."""
+    import subprocess
+    import sys
+
+    kept = tmp_path / "kept" / "vectors.sqlite"
+    args = ["bench", "quality", "--corpus", str(eval_dir), "--no-baselines", "-s", "semantic", "--k", "1", "--json"]
+
+    def run(*extra: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-m", "streams", *args, *extra], capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    first, second, without = run("--vectors", str(kept)), run("--vectors", str(kept)), run()
+    assert first["vectors"]["embedded"] > 0 and first["vectors"]["read"] == 0 and kept.is_file()
+    assert second["vectors"] == {"embedded": 0, "read": first["vectors"]["embedded"]}
+    assert without["vectors"] == {"embedded": first["vectors"]["embedded"], "read": 0}
+    figures = [{k: v for k, v in r.items() if k != "vectors"} for r in (first, second, without)]
+    assert figures[0] == figures[1] == figures[2]
+
+
 def test_synthetic_documents_are_deterministic() -> None:
     from streams.bench.pipeline import synthetic_documents
 
