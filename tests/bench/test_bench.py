@@ -539,7 +539,8 @@ def test_cli_quality_uses_every_core_with_the_same_figures(eval_dir: Path, monke
     assert "STREAMS_EMBED_THREADS" not in os.environ
     monkeypatch.setenv("STREAMS_EMBED_THREADS", "1")
     assert report()["embed_threads"] == 1 and os.environ["STREAMS_EMBED_THREADS"] == "1"
-    figures = [{k: v for k, v in r.items() if k != "embed_threads"} for r in (every, one, two)]
+    # the counts of vectors embedded differ: the later runs in this process find them in its cache
+    figures = [{k: v for k, v in r.items() if k not in ("embed_threads", "vectors")} for r in (every, one, two)]
     assert figures[0] == figures[1] == figures[2] and figures[0]["results"][0]["recall"] > 0
 
 
