@@ -36,38 +36,33 @@ def single_core() -> Iterator[None]:
     already exists once imported, is told directly.
     """
     wanted = {**dict.fromkeys(THREAD_VARIABLES, "1"), "TOKENIZERS_PARALLELISM": "false", "STREAMS_EMBED_THREADS": "1"}
-    saved_env = {name: os.environ.get(name) for name in wanted}
-    os.environ.update(wanted)
-    torch: Any = None
-    with contextlib.suppress(ImportError):
-        import torch
-    saved_threads = torch.get_num_threads() if torch is not None else 0
-    if torch is not None:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
+    with environment(**wanted):
+        torch: Any = None
+        with contextlib.suppress(ImportError):
+            import torch
+        saved_threads = torch.get_num_threads() if torch is not None else 0
         if torch is not None:
-            torch.set_num_threads(saved_threads)
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+            torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            if torch is not None:
+                torch.set_num_threads(saved_threads)
 
 
 @contextmanager
-def environment(name: str, value: str) -> Iterator[None]:
-    """`name` set to `value` inside the block (settings, and the workers a bench starts, read it), restored after."""
-    before = os.environ.get(name)
-    os.environ[name] = value
+def environment(**values: str) -> Iterator[None]:
+    """The variables set inside the block (settings, and the workers a bench starts, read them), restored after."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = before
+        for name, before in saved.items():
+            if before is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = before
 
 
 def usable_cores() -> int:

@@ -180,7 +180,7 @@ def quality(
     # (test_onnx_backend.py) and the bench is 96% forward pass (docs/benchmarks.md, Retrieval quality).
     chosen = threads if threads is not None else os.environ.get("STREAMS_EMBED_THREADS") or usable_cores()
     kept = kept_vectors(vectors) if vectors is not None else nullcontext()
-    with environment("STREAMS_EMBED_THREADS", str(chosen)), kept, _progress() as update:
+    with environment(STREAMS_EMBED_THREADS=str(chosen)), kept, _progress() as update:
         report = run_quality(
             _quality_corpus(corpus),
             k,

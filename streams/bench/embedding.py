@@ -110,7 +110,7 @@ def run_embedding_bench(
             ("together_no_store", ["semantic", "cluster"], "none"),
         ]
         for label, strategies, cache in plan:
-            with environment("STREAMS_EMBED_CACHE", cache):
+            with environment(STREAMS_EMBED_CACHE=cache):
                 run = end_to_end(documents, strategies, 1, 4, sum(chunks[s] for s in strategies), progress=progress)
             runs[label] = {
                 "workers": len(strategies),
