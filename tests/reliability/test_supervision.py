@@ -36,14 +36,35 @@ def _expected(docs: list) -> dict[str, str]:
     }
 
 
-def _supervise_until(pipeline: LocalPipeline, done, timeout: float, every: float = 0.25) -> None:
+def _supervise_until(pipeline: LocalPipeline, done, timeout: float, every: float = 0.25, state=None) -> None:
+    """Wait for `done()` while the supervisor restarts what dies; on time out, `state()` says what was missing
+    (a stall that shows up once in a clean-clone run must be diagnosable from that run's output alone)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pipeline.check_workers()
         if done():
             return
         time.sleep(every)
-    raise AssertionError("timed out")
+    raise AssertionError(f"timed out after {timeout:.0f} s" + (f"\n{state()}" if state else ""))
+
+
+def _stalled(pipeline: LocalPipeline, missing: set[tuple]) -> str:
+    """What a stalled pipeline looked like: what was missing, each group's lag and each role's last log lines."""
+    from collections import Counter
+
+    from streams.ops.lag import lag_report
+
+    try:
+        lag = lag_report(pipeline.settings)
+        lags = ", ".join(f"{group} {total}" for group, total in sorted(lag["totals"].items()))
+    except Exception as exc:  # the report is a diagnosis: its own failure must not hide the stall
+        lags = f"unavailable ({exc})"
+    by_store = ", ".join(f"{store} {n}" for store, n in sorted(Counter(m[-1] for m in missing).items()))
+    lines = [f"missing: {len(missing)} ({by_store}), first {sorted(missing)[:4]}", f"lag: {lags}"]
+    for log in sorted((pipeline.settings.data_dir / "logs").glob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-15:]
+        lines += [f"--- {log.name} (last {len(tail)} lines)", *tail]
+    return "\n".join(lines)
 
 
 def _kill(pid: int) -> None:
@@ -281,7 +302,13 @@ def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_au
             _supervise_until(pipeline, lambda: pipeline.broker.proc.pid != killed and pipeline.broker.alive(), 90)
             if bus == "kafka":
                 wanted = {(d[0].doc_id, 0, "window", store) for d in docs for store in ("mongo", "vectors")}
-                _supervise_until(pipeline, lambda: wanted <= _indexed(live), 300, every=1.0)
+                _supervise_until(
+                    pipeline,
+                    lambda: wanted <= _indexed(live),
+                    300,
+                    every=1.0,
+                    state=lambda: _stalled(pipeline, wanted - _indexed(live)),
+                )
                 found = cli(live, "audit", "--json", "-s", "window")
                 assert found.returncode == 0, found.stdout + found.stderr
                 report = json.loads(found.stdout)
