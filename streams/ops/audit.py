@@ -18,14 +18,13 @@ repaired: the input itself was refused.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Producer, TopicPartition
 
 from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
@@ -34,15 +33,13 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
-from streams.runtime.clients import asked_again, client_config, fetch_config, reached_ends
+from streams.ops.tail import read_topic, reader
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
 from streams.strategies import build_chunker
 
 log = logging.getLogger("streams.audit")
-
-READ_IDLE_S = 30.0  # a read of a topic gives up on a partition after this long without a record
 
 GAP_KINDS = (
     "never_assembled",
@@ -56,76 +53,6 @@ GAP_KINDS = (
 )
 #: kinds `--repair` leaves alone: the input was refused, or pages never fully arrived
 UNREPAIRABLE = {"dead_lettered", "never_assembled", "orphan"}
-
-
-def _reader(settings: Settings) -> Consumer:
-    """A consumer that reads by assignment and never commits: the audit leaves no trace in any group."""
-    return Consumer(
-        {
-            **client_config(settings),
-            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
-            "enable.auto.commit": False,
-            **fetch_config(settings),
-        }
-    )
-
-
-def read_topic(
-    settings: Settings,
-    topic: str,
-    since_ms: int | None = None,
-    on_message: Callable[[], None] | None = None,
-    starts: Mapping[int, int] | None = None,
-    idle_s: float = READ_IDLE_S,
-) -> Iterator[Message]:
-    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given, or
-    from the offset `starts` gives a partition: a reader that keeps its place between calls). A partition is
-    done when the reader's position reaches its end: under exactly-once a topic ends in commit markers, which
-    librdkafka steps over without returning anything, so the last record's offset never did (each read waited
-    `idle_s` for nothing: `streams audit` and the console's refresh, 30 s a topic)."""
-    consumer = _reader(settings)
-    try:
-        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if metadata is None or metadata.error is not None:
-            return
-        ends: dict[int, int] = {}
-        assigned: list[TopicPartition] = []
-        for p in sorted(metadata.partitions):
-            tp = TopicPartition(topic, p)
-            # A broker just (re)started answers NOT_LEADER_FOR_PARTITION a while: asked again, not raised.
-            low, high = asked_again(lambda left, tp=tp: consumer.get_watermark_offsets(tp, timeout=left, cached=False))
-            start = max(low, (starts or {}).get(p, low))
-            if high > start:
-                ends[p] = high
-                assigned.append(TopicPartition(topic, p, start))
-        if since_ms is not None and assigned:
-            wanted = [TopicPartition(topic, tp.partition, since_ms) for tp in assigned]
-            found = asked_again(lambda left: consumer.offsets_for_times(wanted, left))
-            assigned = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
-            ends = {tp.partition: ends[tp.partition] for tp in assigned}
-        consumer.assign(assigned)
-        remaining = set(ends)
-        idle = time.monotonic()
-        while remaining and time.monotonic() - idle < idle_s:
-            for message in consumer.consume(500, 0.5):
-                if message.error():
-                    continue
-                idle = time.monotonic()
-                if message.offset() + 1 >= ends.get(message.partition(), 0):
-                    remaining.discard(message.partition())
-                if on_message:
-                    on_message()
-                yield message
-            remaining -= reached_ends(consumer, topic, ends, remaining)
-        if remaining:
-            log.warning(
-                "%s: stopped reading partitions %s after %.0f s without a record, before their end offsets",
-                topic,
-                sorted(remaining),
-                idle_s,
-            )
-    finally:
-        consumer.close()
 
 
 @dataclass
@@ -383,7 +310,7 @@ class RepairReport:
 
 def _pages(settings: Settings, version: Version) -> list[PageEvent]:
     codec = AvroCodec(settings.schema_registry_url)
-    consumer = _reader(settings)
+    consumer = reader(settings)
     pages: dict[int, PageEvent] = {}
     try:
         for number, (partition, offset) in sorted(version.pages.items()):

@@ -1,4 +1,5 @@
-"""Read a topic from the beginning and decode whatever is on it: Avro (either framing) or JSON."""
+"""Read a topic up to its end: the one reader of the audit, the console and `streams tail`, which also decodes
+whatever is on it (Avro in either framing, or JSON)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
-from streams.polling import quiet_consumer
-from streams.runtime.clients import client_config, end_offsets, fetch_config, reached_ends
+from streams.runtime.clients import asked_again, client_config, fetch_config, reached_ends
 from streams.settings import Settings
 
 
@@ -43,51 +44,91 @@ def decode_any(codec: AvroCodec, subject: str | None, value: bytes) -> dict[str,
 
 log = logging.getLogger("streams.tail")
 
+READ_IDLE_S = 30.0  # a read of a topic gives up on a partition after this long without a record
 
-def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
-    """All records currently on `topic`, in partition order, stopping when idle for `idle_timeout`."""
-    codec = AvroCodec(settings.schema_registry_url)
-    consumer = quiet_consumer(
-        Consumer(
-            {
-                **client_config(settings),
-                "group.id": f"streams-tail-{os.getpid()}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                **fetch_config(settings),
-            }
-        ),
-        settings.broker_kind,
+
+def reader(settings: Settings) -> Consumer:
+    """A consumer that reads by assignment and never commits: a read leaves no trace in any group."""
+    return Consumer(
+        {
+            **client_config(settings),
+            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            **fetch_config(settings),
+        }
     )
+
+
+def read_topic(
+    settings: Settings,
+    topic: str,
+    since_ms: int | None = None,
+    on_message: Callable[[], None] | None = None,
+    starts: Mapping[int, int] | None = None,
+    idle_s: float = READ_IDLE_S,
+    must_exist: bool = False,
+) -> Iterator[Message]:
+    """Every record on `topic` up to the high watermarks taken at the start (from `since_ms` if given, or
+    from the offset `starts` gives a partition: a reader that keeps its place between calls). A partition is
+    done when the reader's position reaches its end: under exactly-once a topic ends in commit markers, which
+    librdkafka steps over without returning anything, so the last record's offset never did (each read waited
+    `idle_s` for nothing: `streams audit` and the console's refresh, 30 s a topic). A topic that does not exist
+    reads as empty, or is refused with `must_exist`."""
+    consumer = reader(settings)
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if metadata is None or metadata.error is not None:
-            raise ValueError(f"topic {topic!r} does not exist on {settings.broker}")
-        partitions = sorted(metadata.partitions)
-        ends = end_offsets(consumer, topic, partitions)
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        remaining = {p for p, end in ends.items() if end > 0}
-        subject = subject_for(settings, topic)
-        count = 0
-        idle_since = time.monotonic()
-        while remaining and time.monotonic() - idle_since < idle_timeout:
-            message = consumer.poll(0.2)
-            if message is None or message.error():
-                remaining -= reached_ends(consumer, topic, ends, remaining)  # past its last commit markers
-                continue
-            idle_since = time.monotonic()
-            if message.offset() + 1 >= ends[message.partition()]:
-                remaining.discard(message.partition())
-            yield decode_any(codec, subject, message.value())
-            count += 1
-            if limit and count >= limit:
-                return
+            if must_exist:
+                raise ValueError(f"topic {topic!r} does not exist on {settings.broker}")
+            return
+        ends: dict[int, int] = {}
+        assigned: list[TopicPartition] = []
+        for p in sorted(metadata.partitions):
+            tp = TopicPartition(topic, p)
+            # A broker just (re)started answers NOT_LEADER_FOR_PARTITION a while: asked again, not raised.
+            low, high = asked_again(lambda left, tp=tp: consumer.get_watermark_offsets(tp, timeout=left, cached=False))
+            start = max(low, (starts or {}).get(p, low))
+            if high > start:
+                ends[p] = high
+                assigned.append(TopicPartition(topic, p, start))
+        if since_ms is not None and assigned:
+            wanted = [TopicPartition(topic, tp.partition, since_ms) for tp in assigned]
+            found = asked_again(lambda left: consumer.offsets_for_times(wanted, left))
+            assigned = [tp for tp in found if 0 <= tp.offset < ends[tp.partition]]
+            ends = {tp.partition: ends[tp.partition] for tp in assigned}
+        consumer.assign(assigned)
+        remaining = set(ends)
+        idle = time.monotonic()
+        while remaining and time.monotonic() - idle < idle_s:
+            for message in consumer.consume(500, 0.5):
+                if message.error():
+                    continue
+                idle = time.monotonic()
+                if message.offset() + 1 >= ends.get(message.partition(), 0):
+                    remaining.discard(message.partition())
+                if on_message:
+                    on_message()
+                yield message
+            remaining -= reached_ends(consumer, topic, ends, remaining)
         if remaining:
             log.warning(
-                "%s: stopped after %.0f s without a record, before the end of partitions %s",
+                "%s: stopped reading partitions %s after %.0f s without a record, before their end offsets",
                 topic,
-                idle_timeout,
                 sorted(remaining),
+                idle_s,
             )
     finally:
         consumer.close()
+
+
+def tail_topic(settings: Settings, topic: str, idle_timeout: float = 5.0, limit: int = 0) -> Iterator[dict[str, Any]]:
+    """The records on `topic` up to its end when the read began, decoded, stopping when idle for `idle_timeout`
+    or after `limit` records: `streams tail` reads a topic as the audit does, commit markers and a restarted
+    broker's answers included."""
+    codec = AvroCodec(settings.schema_registry_url)
+    subject = subject_for(settings, topic)
+    with closing(read_topic(settings, topic, idle_s=idle_timeout, must_exist=True)) as messages:
+        for count, message in enumerate(messages, 1):
+            yield decode_any(codec, subject, message.value())
+            if limit and count >= limit:
+                return

@@ -10,9 +10,8 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streams.ops.audit import read_topic
 from streams.ops.embedded import broker
-from streams.ops.tail import tail_topic
+from streams.ops.tail import read_topic, tail_topic
 from streams.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -45,9 +44,14 @@ def test_a_topic_ending_in_commit_markers_is_read_to_its_end_without_waiting(
             # Where the console's reader keeps its place: after the last record, before its marker.
             again = list(read_topic(settings, "marked", starts={0: 5, 1: 5}, idle_s=5.0))
             tailed = list(tail_topic(settings, "marked", idle_timeout=5.0))  # `streams tail` reads the same way
+            first = list(tail_topic(settings, "marked", idle_timeout=5.0, limit=2))
+            absent = list(read_topic(settings, "absent", idle_s=5.0))
+            with pytest.raises(ValueError, match="topic 'absent' does not exist"):
+                list(tail_topic(settings, "absent", idle_timeout=5.0))
     finally:
         server.stop()
     assert sorted(read) == sorted(sent)
     assert again == []
-    assert len(tailed) == len(sent)
+    assert sorted(r["undecodable"].encode() for r in tailed) == sorted(sent)  # neither Avro nor JSON: shown raw
+    assert len(first) == 2 and absent == []
     assert not [r for r in caplog.records if "stopped" in r.getMessage()], caplog.text
