@@ -193,6 +193,12 @@ class Settings(BaseSettings):
     # Processes and the console
     data_dir: Path = Field(Path("var"), description="where `streams up` and the demo keep data, logs and up.json")
     metrics_port: int = Field(0, ge=0, description="/metrics, /healthz and /readyz on this port; 0 = off")
+    stall_timeout_s: float = Field(
+        300.0,
+        ge=0,
+        description="a worker or sink with records waiting that commits nothing and uses under a quarter of a core "
+        "for this long exits (75), so that its supervisor starts it again; 0 = off",
+    )
     web_port: int = Field(0, ge=0, description="faust's own web view of a worker; 0 = off")
     ui_host: str = Field(
         "127.0.0.1", description="the console's bind address; anything but loopback needs STREAMS_UI_TOKEN"

@@ -30,6 +30,37 @@ def settle_heap() -> int:
     return gc.get_freeze_count()
 
 
+def watch(app: faust.App, role: str, settings: Settings) -> None:
+    """The worker's health: /metrics, /healthz and /readyz when a port is set, and the stall watchdog
+    (`streams.runtime.watchdog`), both reading the group's lag and the partitions this worker owns."""
+    import threading
+
+    from streams.runtime.lag import group_lag, known_groups
+    from streams.runtime.metrics import serve
+    from streams.runtime.watchdog import start_watchdog
+
+    group = app.conf.id
+    topics = known_groups(settings).get(group, [])
+    joined = threading.Event()
+    owned: list[frozenset[tuple[str, int]]] = [frozenset()]  # replaced whole by the event loop, read by threads
+
+    @app.on_partitions_assigned.connect
+    async def on_assigned(*_args: object, **_kwargs: object) -> None:
+        owned[0] = frozenset((tp.topic, tp.partition) for tp in app.consumer.assignment())
+        joined.set()
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(*_args: object, **_kwargs: object) -> None:
+        owned[0] = frozenset()
+
+    def lag() -> list:
+        return group_lag(settings, group, topics, timeout=5)
+
+    if settings.metrics_port:
+        serve(settings.metrics_port, ready=joined.is_set, lag=lag)
+    start_watchdog(role, settings.stall_timeout_s, lag, lambda: owned[0], joined.is_set)
+
+
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
     from streams.runtime.clients import check_dead_letter_topic, check_document_topic
 
@@ -41,25 +72,7 @@ def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
         settings = settings.model_copy(update={"embed_threads": 1})
     app = build(role, settings, topic_limit)
     check_dead_letter_topic(settings)  # after build: a bad role or option is refused first, without the broker
-    if settings.metrics_port:
-        import threading
-
-        from streams.runtime.lag import group_lag, known_groups
-        from streams.runtime.metrics import serve
-
-        group = app.conf.id
-        topics = known_groups(settings).get(group, [])
-        joined = threading.Event()
-
-        @app.on_partitions_assigned.connect
-        async def on_assigned(*_args: object, **_kwargs: object) -> None:
-            joined.set()
-
-        serve(
-            settings.metrics_port,
-            ready=joined.is_set,
-            lag=lambda: group_lag(settings, group, topics, timeout=5),
-        )
+    watch(app, role, settings)
     logging.getLogger("aiokafka").setLevel(logging.ERROR)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     # faust's terminal spinner sets the root logger to DEBUG so that it turns on every record: then

@@ -24,6 +24,7 @@ from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
 from streams.runtime.clients import DeliveryReports, client_config, end_offsets, fetch_config, producer
+from streams.runtime.watchdog import EX_STALLED
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
 
@@ -272,7 +273,9 @@ def exit_reason(code: int) -> str:
             return signal.Signals(-code).name
         except ValueError:
             return f"signal {-code}"
-    return "bad setting (exit 78)" if code == EX_CONFIG else f"exit code {code}"
+    if code == EX_CONFIG:
+        return "bad setting (exit 78)"
+    return "stalled (exit 75)" if code == EX_STALLED else f"exit code {code}"
 
 
 class LocalPipeline:

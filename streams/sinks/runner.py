@@ -58,6 +58,7 @@ class SinkRunner:
         self.codec = AvroCodec(settings.schema_registry_url)
         self.progress = SinkProgress()
         self.has_partitions = False  # what /readyz reports: set by the consuming thread (`step`)
+        self.owned: frozenset[tuple[str, int]] = frozenset()
         self.tracker = Tracker(sink)
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
@@ -271,7 +272,9 @@ class SinkRunner:
         messages = [m for m in self.consumer.consume(self.batch_size, timeout) if not m.error()]
         # Read here, in the thread that owns the consumer: confluent-kafka lets one thread at a time into
         # a consumer, so a probe asking it from another thread waits for consume() to return.
-        self.has_partitions = bool(self.consumer.assignment())
+        assigned = self.consumer.assignment()
+        self.has_partitions = bool(assigned)
+        self.owned = frozenset((tp.topic, tp.partition) for tp in assigned)  # the stall watchdog's
         if not messages:
             self._recheck()
             self._past_markers()
