@@ -18,6 +18,9 @@ from pymongo.collection import Collection
 from streams.core.events import ChunkRecord, ChunkStatus
 from streams.sinks.base import RETIRED, STORED, is_table, section_type
 
+#: The longest one request may wait for the store's answer: a batch's bulk write takes well under a second.
+SOCKET_TIMEOUT_MS = 120_000
+
 INDEXES: list[list[tuple[str, int]]] = [
     [("doc_id", ASCENDING), ("amendment_number", ASCENDING)],
     [("doc_id", ASCENDING), ("is_latest_version", ASCENDING)],
@@ -43,7 +46,11 @@ class MongoSink:
     holds_tables = True
 
     def __init__(self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000):
-        self.client: MongoClient = MongoClient(url, serverSelectionTimeoutMS=timeout_ms, tz_aware=True)
+        # A store that stops answering (frozen, or a network that drops packets) fails a write after
+        # SOCKET_TIMEOUT_MS, which the sink retries and logs; without it the write waited for ever, silently.
+        self.client: MongoClient = MongoClient(
+            url, serverSelectionTimeoutMS=timeout_ms, socketTimeoutMS=SOCKET_TIMEOUT_MS, tz_aware=True
+        )
         self.collection: Collection = self.client[database][collection]
 
     def ensure_indexes(self) -> None:
