@@ -173,8 +173,14 @@ def test_metrics_endpoint_counts_what_was_processed(metered: dict) -> None:
     ports = pipeline.metrics_ports
     assembler, chunker, sink = ports["assembler"], ports["chunker:window"], ports["sink:mongo"]
     text = _scrape_until(chunker, lambda t: _value(t, "streams_chunks_total", strategy="window") >= chunks)
+    # The sink reports a batch's documents indexed before it commits the batch and counts its records in:
+    # a scrape between the two saw the documents and none of their records.
     stored = _scrape_until(
-        sink, lambda t: _value(t, "streams_documents_indexed_total", store="mongo", outcome="indexed") >= 3
+        sink,
+        lambda t: (
+            _value(t, "streams_documents_indexed_total", store="mongo", outcome="indexed") >= 3
+            and _value(t, "streams_records_in_total", role="sink-mongo", topic="chunks.created") >= chunks
+        ),
     )
     _, assembled = _scrape(assembler)
     assert _value(assembled, "streams_records_in_total", role="assembler", topic="pages.cleaned") == len(pages) + 1
