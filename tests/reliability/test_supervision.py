@@ -96,6 +96,7 @@ def _kill_broker(pipeline: LocalPipeline) -> None:
 def test_exit_reasons_name_signals() -> None:
     assert exit_reason(-9) == "SIGKILL" and exit_reason(-15) == "SIGTERM"
     assert exit_reason(1) == "exit code 1" and "bad setting" in exit_reason(EX_CONFIG)
+    assert exit_reason(75) == "stalled (exit 75)"
 
 
 def test_killed_roles_come_back_and_every_document_is_stored_exactly_once(tmp_path: Path) -> None:
@@ -262,6 +263,50 @@ def _settled(pipeline: LocalPipeline, mongo: MongoSink, quiet_s: float = 12.0, t
         time.sleep(1)
 
 
+def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_everything(
+    tmp_path: Path, bus: str
+) -> None:
+    """The document store is frozen (SIGSTOP: its port still accepts connections, nothing answers) while
+    chunks wait for MongoDB's sink. The sink is alive and stuck, with nothing in its health to say so; its
+    watchdog sees records waiting, nothing committed and an idle core for STREAMS_STALL_TIMEOUT_S, writes
+    one line and exits 75, and the supervisor starts it again. Once the store thaws, every chunk is stored,
+    and nothing else was restarted."""
+    docs = documents(12)
+    expected = _expected(docs)
+    first = _expected(docs[:6])
+    events: list[str] = []
+    settings = pipeline_settings(tmp_path, sink_assignment="manual", stall_timeout_s=6.0)
+    pipeline = LocalPipeline(settings, ["window"], sinks=["mongo"], supervise=True, on_event=events.append)
+    with pipeline:
+        live = pipeline.settings
+        mongo = MongoSink(live.mongo_url)
+        try:
+            publish_pages(live, [p for d in docs[:6] for p in d])
+            _supervise_until(pipeline, lambda: mongo.count() == len(first), 120)
+            assert pipeline.store is not None and pipeline.store.proc is not None
+            store = pipeline.store.proc.pid
+            sink = pipeline.workers["sink:mongo"].pid
+            others = {role: proc.pid for role, proc in pipeline.workers.items() if role != "sink:mongo"}
+            os.killpg(store, signal.SIGSTOP)
+            try:
+                publish_pages(live, [p for d in docs[6:] for p in d])
+                _supervise_until(pipeline, lambda: pipeline.workers["sink:mongo"].pid != sink, 90)
+            finally:
+                os.killpg(store, signal.SIGCONT)
+            _supervise_until(pipeline, lambda: mongo.count() == len(expected), 120)
+            rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
+        finally:
+            mongo.close()
+        health = pipeline.health["sink:mongo"]
+        restarted = {role: proc.pid for role, proc in pipeline.workers.items() if role != "sink:mongo"}
+    stalls = [e for e in events if e.startswith("sink:mongo exited (stalled (exit 75)")]
+    assert len(stalls) == 1, events
+    assert "sink:mongo: stalled: " in stalls[0] and " records waiting on chunks.created[" in stalls[0], stalls
+    assert (health.restarts, health.state) == (1, "running"), events
+    assert restarted == others and pipeline.store.proc.pid == store, events  # nothing else was touched
+    assert rows == expected
+
+
 def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_audit(tmp_path: Path, bus: str) -> None:
     """The broker is SIGKILLed once every page is acknowledged and the first rows are stored, while the stores
     still lack chunks (measured with the broker down). Apache Kafka logs a record before acknowledging it:
@@ -284,8 +329,12 @@ def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_au
     events: list[str] = []
     # A page of a document may be read before the kill and the next one after the restart: no assembly
     # timeout (4 s in the integration defaults) may turn that wait into a dead letter. The sinks write
-    # batches of 8, so that the kill finds MongoDB's sink mid-stream too, not only the vector sink.
-    settings = pipeline_settings(tmp_path, sink_assignment="manual", assembly_timeout_s=120.0, sink_batch_size=8)
+    # batches of 8, so that the kill finds MongoDB's sink mid-stream too, not only the vector sink. A role
+    # that comes back from the outage alive but stuck is restarted by its watchdog after 60 s (the default's
+    # 300 s is the whole wait below): "finishes on its own" includes that, and the line printed says so.
+    settings = pipeline_settings(
+        tmp_path, sink_assignment="manual", assembly_timeout_s=120.0, sink_batch_size=8, stall_timeout_s=60.0
+    )
     pipeline = LocalPipeline(settings, ["window"], sinks=["mongo", "vectors"], supervise=True, on_event=events.append)
     with pipeline:
         live = pipeline.settings
@@ -331,7 +380,8 @@ def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_au
     assert (broker.restarts, broker.last_exit) == (1, "SIGKILL")
     print(
         f"\n[{bus}] at the kill: {len(pages)} pages acknowledged, {rows} rows and {vectors} vectors of "
-        f"{len(expected)} chunks stored; gaps the broker left: {lost or 'none'}"
+        f"{len(expected)} chunks stored; gaps the broker left: {lost or 'none'}; "
+        f"stalled roles restarted: {[e for e in events if '(stalled' in e] or 'none'}"
     )
     assert stored == {cid: (checksum, True) for cid, checksum in expected.items()}, events
     assert sorted(vector_ids) == sorted(expected) and all(flags.values())
