@@ -307,6 +307,49 @@ def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_
     assert rows == expected
 
 
+def test_a_chunker_stuck_on_a_frozen_embedding_store_exits_as_stalled_and_its_restart_chunks_everything(
+    tmp_path: Path, bus: str
+) -> None:
+    """A faust worker stuck in its agent: `semantic` keeps its vectors in MongoDB (STREAMS_EMBED_CACHE=mongo)
+    and the store is frozen while new documents wait, so the agent waits on it with the event loop held. The
+    watchdog thread still runs: records waiting on the documents topic, nothing committed, an idle core; one
+    line, exit 75, and the supervisor starts the worker again. Once the store thaws every document is chunked,
+    with the same chunks as offline."""
+    from streams.ops.pipeline import Collector
+    from tests.integration.test_pipeline import expected_records
+
+    docs = documents(8)
+    events: list[str] = []
+    settings = pipeline_settings(tmp_path, embed_cache="mongo", stall_timeout_s=6.0)
+    pipeline = LocalPipeline(settings, ["semantic"], sinks=["mongo"], supervise=True, on_event=events.append)
+    with pipeline:
+        live = pipeline.settings
+        publish_pages(live, [p for d in docs[:4] for p in d])
+        collector = Collector(live)
+        try:
+            collector.wait([(d[0].doc_id, 0) for d in docs[:4]], ["semantic"], 180, lambda _: pipeline.check_workers())
+            assert pipeline.store is not None and pipeline.store.proc is not None
+            store = pipeline.store.proc.pid
+            chunker = pipeline.workers["chunker:semantic"].pid
+            os.killpg(store, signal.SIGSTOP)
+            try:
+                publish_pages(live, [p for d in docs[4:] for p in d])
+                _supervise_until(pipeline, lambda: pipeline.workers["chunker:semantic"].pid != chunker, 120)
+            finally:
+                os.killpg(store, signal.SIGCONT)
+            every = [(d[0].doc_id, 0) for d in docs]
+            result = collector.wait(every, ["semantic"], 240, lambda _: pipeline.check_workers())
+        finally:
+            collector.close()
+        health = pipeline.health["chunker:semantic"]
+    stalls = [e for e in events if e.startswith("chunker:semantic exited (stalled (exit 75)")]
+    assert stalls and "chunker:semantic: stalled: " in stalls[0], events
+    assert " records waiting on documents.assembled[" in stalls[0], stalls
+    assert health.restarts >= 1 and health.state == "running", events
+    offline = expected_records(docs, "semantic")
+    assert sorted(r.chunk_id for r in result.records()) == sorted(r.chunk_id for r in offline)
+
+
 def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_audit(tmp_path: Path, bus: str) -> None:
     """The broker is SIGKILLed once every page is acknowledged and the first rows are stored, while the stores
     still lack chunks (measured with the broker down). Apache Kafka logs a record before acknowledging it:
