@@ -263,6 +263,20 @@ def _settled(pipeline: LocalPipeline, mongo: MongoSink, quiet_s: float = 12.0, t
         time.sleep(1)
 
 
+def _frozen_until_restarted(pipeline: LocalPipeline, role: str, pages: list) -> int:
+    """Freeze the document store (SIGSTOP: its port still takes connections, nothing answers), publish
+    `pages`, wait until the supervisor has started `role` again, thaw the store; its pid."""
+    assert pipeline.store is not None and pipeline.store.proc is not None
+    store, stuck = pipeline.store.proc.pid, pipeline.workers[role].pid
+    os.killpg(store, signal.SIGSTOP)
+    try:
+        publish_pages(pipeline.settings, pages)
+        _supervise_until(pipeline, lambda: pipeline.workers[role].pid != stuck, 120)
+    finally:
+        os.killpg(store, signal.SIGCONT)
+    return store
+
+
 def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_everything(
     tmp_path: Path, bus: str
 ) -> None:
@@ -283,16 +297,8 @@ def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_
         try:
             publish_pages(live, [p for d in docs[:6] for p in d])
             _supervise_until(pipeline, lambda: mongo.count() == len(first), 120)
-            assert pipeline.store is not None and pipeline.store.proc is not None
-            store = pipeline.store.proc.pid
-            sink = pipeline.workers["sink:mongo"].pid
             others = {role: proc.pid for role, proc in pipeline.workers.items() if role != "sink:mongo"}
-            os.killpg(store, signal.SIGSTOP)
-            try:
-                publish_pages(live, [p for d in docs[6:] for p in d])
-                _supervise_until(pipeline, lambda: pipeline.workers["sink:mongo"].pid != sink, 90)
-            finally:
-                os.killpg(store, signal.SIGCONT)
+            store = _frozen_until_restarted(pipeline, "sink:mongo", [p for d in docs[6:] for p in d])
             _supervise_until(pipeline, lambda: mongo.count() == len(expected), 120)
             rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
         finally:
@@ -328,15 +334,7 @@ def test_a_chunker_stuck_on_a_frozen_embedding_store_exits_as_stalled_and_its_re
         collector = Collector(live)
         try:
             collector.wait([(d[0].doc_id, 0) for d in docs[:4]], ["semantic"], 180, lambda _: pipeline.check_workers())
-            assert pipeline.store is not None and pipeline.store.proc is not None
-            store = pipeline.store.proc.pid
-            chunker = pipeline.workers["chunker:semantic"].pid
-            os.killpg(store, signal.SIGSTOP)
-            try:
-                publish_pages(live, [p for d in docs[4:] for p in d])
-                _supervise_until(pipeline, lambda: pipeline.workers["chunker:semantic"].pid != chunker, 120)
-            finally:
-                os.killpg(store, signal.SIGCONT)
+            _frozen_until_restarted(pipeline, "chunker:semantic", [p for d in docs[4:] for p in d])
             every = [(d[0].doc_id, 0) for d in docs]
             result = collector.wait(every, ["semantic"], 240, lambda _: pipeline.check_workers())
         finally:
