@@ -52,7 +52,7 @@ def reader(settings: Settings) -> Consumer:
     return Consumer(
         {
             **client_config(settings),
-            "group.id": f"streams-audit-{os.getpid()}-{time.monotonic_ns()}",
+            "group.id": f"streams-reader-{os.getpid()}-{time.monotonic_ns()}",
             "enable.auto.commit": False,
             **fetch_config(settings),
         }
