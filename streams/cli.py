@@ -262,19 +262,9 @@ def sink(
     sink_ = build_sink(kind, settings)  # a bad setting is refused first, without the broker
     check_dead_letter_topic(settings)  # a dead letter it would refuse: one line and a refusal to start
     runner = SinkRunner(settings, sink_, batch_size=batch_size or settings.sink_batch_size)
-    from streams.runtime.lag import group_lag, known_groups
-    from streams.runtime.watchdog import start_watchdog
+    from streams.runtime.watchdog import watch_process
 
-    topics = known_groups(settings)[runner.group]
-
-    def lag() -> list:
-        return group_lag(settings, runner.group, topics, timeout=5)
-
-    if settings.metrics_port:
-        from streams.runtime.metrics import serve
-
-        serve(settings.metrics_port, ready=lambda: runner.has_partitions, lag=lag)
-    start_watchdog(f"sink:{kind}", settings.stall_timeout_s, lag, lambda: runner.owned, lambda: runner.has_partitions)
+    watch_process(settings, f"sink:{kind}", runner.group, lambda: runner.has_partitions, lambda: runner.owned)
     err.print(f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}")
     runner.run(stop)
 

@@ -31,16 +31,12 @@ def settle_heap() -> int:
 
 
 def watch(app: faust.App, role: str, settings: Settings) -> None:
-    """The worker's health: /metrics, /healthz and /readyz when a port is set, and the stall watchdog
-    (`streams.runtime.watchdog`), both reading the group's lag and the partitions this worker owns."""
+    """The worker's health (`streams.runtime.watchdog.watch_process`): ready once it has joined its group,
+    owning the partitions its last assignment gave it."""
     import threading
 
-    from streams.runtime.lag import group_lag, known_groups
-    from streams.runtime.metrics import serve
-    from streams.runtime.watchdog import start_watchdog
+    from streams.runtime.watchdog import watch_process
 
-    group = app.conf.id
-    topics = known_groups(settings).get(group, [])
     joined = threading.Event()
     owned: list[frozenset[tuple[str, int]]] = [frozenset()]  # replaced whole by the event loop, read by threads
 
@@ -53,12 +49,7 @@ def watch(app: faust.App, role: str, settings: Settings) -> None:
     async def on_revoked(*_args: object, **_kwargs: object) -> None:
         owned[0] = frozenset()
 
-    def lag() -> list:
-        return group_lag(settings, group, topics, timeout=5)
-
-    if settings.metrics_port:
-        serve(settings.metrics_port, ready=joined.is_set, lag=lag)
-    start_watchdog(role, settings.stall_timeout_s, lag, lambda: owned[0], joined.is_set)
+    watch_process(settings, role, app.conf.id, joined.is_set, lambda: owned[0])
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from streams.runtime.lag import PartitionLag
+from streams.settings import Settings
 
 log = logging.getLogger("streams.watchdog")
 
@@ -145,14 +146,25 @@ class Watchdog:
         os._exit(EX_STALLED)  # a stuck event loop or consumer would never finish a graceful stop
 
 
-def start_watchdog(
+def watch_process(
+    settings: Settings,
     role: str,
-    timeout_s: float,
-    lag: Callable[[], list[PartitionLag]],
-    owned: Callable[[], frozenset[Partition]],
+    group: str,
     ready: Callable[[], bool],
+    owned: Callable[[], frozenset[Partition]],
 ) -> Watchdog | None:
-    """The process's watchdog, or None when `timeout_s` is 0 (off)."""
-    if timeout_s <= 0:
+    """A worker's or sink's health, both reading its group's lag: /metrics, /healthz and /readyz when
+    STREAMS_METRICS_PORT is set, and the watchdog unless STREAMS_STALL_TIMEOUT_S is 0 (returned, or None)."""
+    from streams.runtime.lag import group_lag, known_groups
+    from streams.runtime.metrics import serve
+
+    topics = known_groups(settings).get(group, [])
+
+    def lag() -> list[PartitionLag]:
+        return group_lag(settings, group, topics, timeout=5)
+
+    if settings.metrics_port:
+        serve(settings.metrics_port, ready=ready, lag=lag)
+    if settings.stall_timeout_s <= 0:
         return None
-    return Watchdog(role, timeout_s, lag, owned, ready).start()
+    return Watchdog(role, settings.stall_timeout_s, lag, owned, ready).start()
