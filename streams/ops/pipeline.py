@@ -205,20 +205,8 @@ class Collector:
         ]
         raise ServiceError(
             f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}; "
-            f"{self._where()}"
+            f"{where_groups_stood(self.settings)}"
         )
-
-    def _where(self) -> str:
-        """Where the stream stood: each group's lag and whether the broker lists it (a stalled rebalance
-        shows as a listed group whose lag does not move), so a timeout says which stage stopped."""
-        from streams.ops.lag import active_groups, lag_report
-
-        try:
-            listed = active_groups(self.settings)
-            totals = lag_report(self.settings, include_idle=True)["totals"]
-        except Exception as exc:  # the broker itself may be what stopped
-            return f"groups unknown ({exc})"
-        return "lag " + ", ".join(f"{g} {n}{'' if g in listed else ' (not listed)'}" for g, n in sorted(totals.items()))
 
     def pause(self) -> None:
         """Stop fetching altogether: a benchmark must not spend the CPU of the pipeline it measures."""
@@ -240,6 +228,19 @@ EX_CONFIG = 78  # sysexits.h: what a worker exits with on a bad setting; restart
 RESTART_MIN_S = 0.5  # the first restart waits this long; each further one twice as long ...
 RESTART_MAX_S = 30.0  # ... up to this
 CRASH_LOOP = (5, 60.0)  # this many crashes within this many seconds: the role is stopped as failed
+
+
+def where_groups_stood(settings: Settings) -> str:
+    """Where the stream stood: each group's lag and whether the broker lists it (a stalled rebalance shows
+    as a listed group whose lag does not move), so a timeout says which stage stopped."""
+    from streams.ops.lag import active_groups, lag_report
+
+    try:
+        listed = active_groups(settings)
+        totals = lag_report(settings, include_idle=True)["totals"]
+    except Exception as exc:  # the broker itself may be what stopped
+        return f"groups unknown ({exc})"
+    return "lag " + ", ".join(f"{g} {n}{'' if g in listed else ' (not listed)'}" for g, n in sorted(totals.items()))
 
 
 @dataclass
@@ -402,7 +403,7 @@ class LocalPipeline:
         self.start_worker("ui")
         return f"http://{self.settings.ui_host}:{self.ui_port}/"
 
-    def _log_tail(self, role: str, lines: int = 3) -> str:
+    def log_tail(self, role: str, lines: int = 3) -> str:
         log = self.settings.data_dir / "logs" / f"{role.replace(':', '-').replace('#', '-')}.log"
         if not log.exists():
             return ""
@@ -426,7 +427,7 @@ class LocalPipeline:
             return
         for role, proc in self.workers.items():
             if proc.poll() is not None:
-                tail = self._log_tail(role, 1)
+                tail = self.log_tail(role, 1)
                 raise ServiceError(f"worker {role} exited with {exit_reason(proc.returncode)}: {tail}")
 
     def failed(self) -> list[RoleHealth]:
@@ -447,7 +448,7 @@ class LocalPipeline:
                 continue
             if health.state != "running" or proc.poll() is None:
                 continue
-            health.last_exit = f"{exit_reason(proc.returncode)}: {self._log_tail(role)}".rstrip(": ")
+            health.last_exit = f"{exit_reason(proc.returncode)}: {self.log_tail(role)}".rstrip(": ")
             health.crashes = [t for t in health.crashes if now - t < CRASH_LOOP[1]] + [now]
             if proc.returncode == EX_CONFIG or len(health.crashes) >= CRASH_LOOP[0]:
                 health.state = "failed"

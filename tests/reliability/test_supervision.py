@@ -17,7 +17,7 @@ import pytest
 from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.records import build_records
-from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_pages
+from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_pages, where_groups_stood
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
 from tests.cli import streams
@@ -52,18 +52,10 @@ def _stalled(pipeline: LocalPipeline, missing: set[tuple]) -> str:
     """What a stalled pipeline looked like: what was missing, each group's lag and each role's last log lines."""
     from collections import Counter
 
-    from streams.ops.lag import lag_report
-
-    try:
-        lag = lag_report(pipeline.settings)
-        lags = ", ".join(f"{group} {total}" for group, total in sorted(lag["totals"].items()))
-    except Exception as exc:  # the report is a diagnosis: its own failure must not hide the stall
-        lags = f"unavailable ({exc})"
     by_store = ", ".join(f"{store} {n}" for store, n in sorted(Counter(m[-1] for m in missing).items()))
-    lines = [f"missing: {len(missing)} ({by_store}), first {sorted(missing)[:4]}", f"lag: {lags}"]
-    for log in sorted((pipeline.settings.data_dir / "logs").glob("*.log")):
-        tail = log.read_text(errors="replace").splitlines()[-15:]
-        lines += [f"--- {log.name} (last {len(tail)} lines)", *tail]
+    lines = [f"missing: {len(missing)} ({by_store}), first {sorted(missing)[:4]}"]
+    lines.append(where_groups_stood(pipeline.settings))
+    lines += [f"--- {role}: {pipeline.log_tail(role, 15)}" for role in sorted(pipeline.workers)]
     return "\n".join(lines)
 
 
