@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, Chunker, get_chunker
+from streams.core.doctype import given_type
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DocType, PageEvent
 from streams.core.options import OptionsError, make_options
@@ -39,7 +40,7 @@ def chunk_text(
     text: str | list[str],
     strategy: str = "window",
     *,
-    doc_type: str = "generic",
+    doc_type: str | None = None,
     doc_id: str = "document",
     document_name: str | None = None,
     amendment: int = 0,
@@ -47,10 +48,12 @@ def chunk_text(
     embedder: Embedder | None = None,
 ) -> list[ChunkRecord]:
     """Chunk `text` (one string, or a list of page texts) with `strategy` and its `options`; `semantic`
-    and `cluster` embed with `embedder` when given (default: the packaged model, see `_chunker`)."""
+    and `cluster` embed with `embedder` when given (default: the packaged model, see `_chunker`). Without
+    `doc_type` the type is detected from the text, as the assembler does on the bus."""
     pages = [text] if isinstance(text, str) else list(text)
     if not pages:
         raise ValueError("no text to chunk")
+    kind, metadata = given_type({}, doc_type)
     events = [
         PageEvent(
             doc_id=doc_id,
@@ -58,8 +61,9 @@ def chunk_text(
             page_number=number,
             page_count=len(pages),
             text=page,
-            doc_type=DocType(doc_type),
+            doc_type=kind,
             amendment_number=amendment,
+            metadata=metadata,
         )
         for number, page in enumerate(pages, start=1)
     ]
@@ -77,7 +81,7 @@ def chunk_file(
     embedder: Embedder | None = None,
 ) -> list[ChunkRecord]:
     """Chunk a file (PDF, Markdown, text, DOCX, HTML, or page JSON) as `streams publish` would read it; the
-    document type is guessed from its name and text unless given. `embedder`: as for `chunk_text`."""
+    document type is detected from its text unless given. `embedder`: as for `chunk_text`."""
     from streams.ingest.files import page_events
 
     kind = DocType(doc_type) if doc_type else None

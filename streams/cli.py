@@ -505,6 +505,15 @@ def _document_status(doc_id: str, as_json: bool, strategy: list[str] | None, sto
     for version in report["versions"]:
         pages = f"{len(version['pages'])} of {version['page_count']} pages"
         out.print(f"  amendment {version['amendment']}: {pages}" + (" (latest)" if version["latest"] else ""))
+        typed = version.get("doc_type")
+        if typed:
+            how = typed.get("source", "given")
+            why = (
+                f" {typed.get('confidence', 1.0):.2f}: {'; '.join(typed.get('evidence') or [])}"
+                if how != "given"
+                else ""
+            )
+            out.print(f"    type {typed['type']} ({how}{why})", highlight=False)
         for name, row in version["strategies"].items():
             if row["manifest"] is None:
                 out.print(f"    {name}: [yellow]no manifest[/] (not chunked, or dead-lettered)")

@@ -23,7 +23,10 @@ def test_the_documented_example_runs(capsys: pytest.CaptureFixture[str]) -> None
     exec(compile(code.group(1), str(DOC), "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert any(line.startswith("section-") for line in printed)
-    assert any(line.startswith("skipped: section takes solicitation, not generic") for line in printed)
+    assert any(
+        line.startswith("skipped: section takes solicitation, not letter (detected: salutation to owners")
+        for line in printed
+    )
 
 
 def test_a_file_gives_the_records_the_workers_publish() -> None:

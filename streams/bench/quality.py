@@ -267,10 +267,9 @@ def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
 
 def _document(eval_set: EvalSet, corpus_id: str) -> Any:
     """The ingested document when there is one; else one page holding the corpus verbatim, so stream
-    offsets equal corpus offsets."""
+    offsets equal corpus offsets (its type detected from the text, as the assembler does)."""
     from streams.core.document import assemble
     from streams.core.events import PageEvent
-    from streams.ingest.files import guess_doc_type
 
     if corpus_id in eval_set.documents:
         return eval_set.documents[corpus_id]
@@ -282,7 +281,6 @@ def _document(eval_set: EvalSet, corpus_id: str) -> Any:
         page_number=1,
         page_count=1,
         text=text,
-        doc_type=guess_doc_type(path, text[:4000]),
         metadata={"source_path": path.name},
     )
     return assemble([page])

@@ -107,6 +107,8 @@ def _from_avro_datum(subject: str, datum: dict[str, Any]) -> dict[str, Any]:
         datum["metadata"] = datum["metadata"][1]
     elif subject == "chunk_record" and datum.get("metadata") is None:
         datum["metadata"] = {}
+    if subject == "chunk_record" and isinstance(datum.get("routing"), tuple):
+        datum["routing"] = datum["routing"][1]  # the one record of its union: return_record_name names it
     return datum
 
 

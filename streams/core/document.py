@@ -5,7 +5,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 
-from streams.core.events import AssembledDocument, Element, PageEvent, PageSpan
+from streams.core.doctype import GIVEN, SOURCE_KEY, detect, given_on_purpose
+from streams.core.events import AssembledDocument, DocType, Element, PageEvent, PageSpan
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -24,7 +25,11 @@ def build_stream(pages: Iterable[tuple[int, str]]) -> tuple[str, list[PageSpan]]
 
 
 def assemble(pages: Sequence[PageEvent], first_page_ms: int = 0, completed_ms: int = 0) -> AssembledDocument:
-    """Build the assembled document from a complete set of pages (any order)."""
+    """Build the assembled document from a complete set of pages (any order).
+
+    A type the publisher gave wins; with none (`generic` and no page saying it was set on purpose) the
+    type is detected from the joined text, and the metadata records how it was decided and why.
+    """
     if not pages:
         raise ValueError("no pages to assemble")
     ordered = sorted(pages, key=lambda p: p.page_number)
@@ -38,10 +43,17 @@ def assemble(pages: Sequence[PageEvent], first_page_ms: int = 0, completed_ms: i
             if element.page_number is None:
                 element = element.model_copy(update={"page_number": page.page_number})
             elements.append(element)
+    doc_type = head.doc_type
+    if doc_type is DocType.generic and not given_on_purpose(metadata):
+        detection = detect(text, head.document_name)
+        doc_type = detection.doc_type
+        metadata.update(detection.metadata())
+    else:
+        metadata[SOURCE_KEY] = GIVEN
     return AssembledDocument(
         doc_id=head.doc_id,
         document_name=head.document_name,
-        doc_type=head.doc_type,
+        doc_type=doc_type,
         amendment_number=head.amendment_number,
         page_count=head.page_count,
         text=text,

@@ -101,6 +101,16 @@ class AssembledDocument(BaseModel):
     completed_ms: int = 0
 
 
+class Routing(BaseModel):
+    """How a chunk's document got its type (the assembler's decision, repeated on every chunk)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str  # "given" by the publisher, "detected" from the text, or "default" (nothing clear: generic)
+    confidence: float = 1.0
+    evidence: list[str] = Field(default_factory=list)
+
+
 class ChunkRecord(BaseModel):
     """One chunk on `chunks.created`; the field names are the public contract."""
 
@@ -127,6 +137,7 @@ class ChunkRecord(BaseModel):
     content_hash: str
     checksum: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    routing: Routing | None = None
 
 
 class DeadLetter(BaseModel):

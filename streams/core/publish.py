@@ -33,7 +33,7 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
     options = chunker.options
     doc_type = str(doc.doc_type)
     if options is not None and not options.takes(doc_type):
-        return f"{chunker.name} takes {', '.join(options.doc_types)}, not {doc_type}"
+        return f"{chunker.name} takes {', '.join(options.doc_types)}, not {doc_type}{_how_typed(doc)}"
     if chunker.name == "section" and doc_type == "solicitation":
         from streams.core.chunkers.section import file_filter_decision
 
@@ -41,6 +41,16 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
         if not allowed:  # seed 002's file filter: an addendum's cover sheet is not a solicitation's text
             return f"seed 002's file filter: {doc.document_name!r} {why}"
     return ""
+
+
+def _how_typed(doc: AssembledDocument) -> str:
+    """Why the document has its type, when the publisher did not give it: the detector's evidence."""
+    from streams.core.doctype import DEFAULT, DETECTED, EVIDENCE_KEY, SOURCE_KEY
+
+    source = doc.metadata.get(SOURCE_KEY)
+    if source not in (DETECTED, DEFAULT):
+        return ""
+    return f" ({source}: {doc.metadata.get(EVIDENCE_KEY, '')}; give --doc-type to override)"
 
 
 def publish(doc: AssembledDocument, chunker: Chunker, is_latest_version: bool = True) -> Published:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
+from streams.core.doctype import routing
 from streams.core.document import pages_for_range
 from streams.core.events import NOT_APPLICABLE, AssembledDocument, ChunkRecord, DocumentManifest
 
@@ -71,7 +72,12 @@ def chunk_id(
 
 def checksum(record: dict[str, Any]) -> str:
     """sha256 over the stable fields: everything except flags that change after publication."""
-    stable = {k: v for k, v in record.items() if k not in {"checksum", "is_latest_version"}}
+    # A record without routing (a hand-made document) sums as records did before routing existed.
+    stable = {
+        k: v
+        for k, v in record.items()
+        if k not in {"checksum", "is_latest_version"} and not (k == "routing" and v is None)
+    }
     payload = json.dumps(stable, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -86,6 +92,7 @@ def build_records(
     tokenizer = chunker.tokenizer
     counts = [tokenizer.count(d.text) if d.tokens is None else d.tokens for d in drafts]
     records: list[ChunkRecord] = []
+    decided = routing(doc.metadata)
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         normalized = normalized_text(draft.text)
         body: dict[str, Any] = {
@@ -112,6 +119,8 @@ def build_records(
             "content_hash": content_hash(draft.text, normalized),
             "metadata": draft.metadata,
         }
+        if decided is not None:  # absent rather than null, so a hand-made document's checksums stay as they were
+            body["routing"] = decided
         body["checksum"] = checksum(body)
         records.append(ChunkRecord(**body))
     return records

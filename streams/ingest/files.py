@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from streams.core.doctype import given_type
 from streams.core.events import DocType, PageEvent
 
 PAGE_BREAK = re.compile(r"\f|\[\[PAGE_BREAK\]\]")
@@ -62,43 +63,6 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-").lower() or "doc"
 
 
-_TYPE_HINTS = [
-    (re.compile(r"ltr|letter|shareholder", re.I), DocType.letter),
-    (re.compile(r"transcript|earnings[-_ ]?call|\bcall\b", re.I), DocType.transcript),
-    (re.compile(r"slides?|deck|presentation", re.I), DocType.slides),
-    (re.compile(r"press", re.I), DocType.press),
-    (re.compile(r"earnings|release|10-?q|10-?k", re.I), DocType.release),
-    (re.compile(r"rfp|rfq|solicitation|sow|amendment|statement[-_ ]of[-_ ]work", re.I), DocType.solicitation),
-]
-
-
-_CONTENT_HINTS = [
-    (re.compile(r"^\s*To the (?:Stockholders|Shareholders)\b", re.I | re.M), DocType.letter),
-    (
-        re.compile(r"Conference Call|Earnings Call|Questions? (?:and|&) Answers?|^Operator\b", re.I | re.M),
-        DocType.transcript,
-    ),
-    (
-        re.compile(
-            r"Request for (?:Proposals?|Quotations?)|Statement of (?:Work|Objectives)|\bshall\b.*\bofferor",
-            re.I | re.S,
-        ),
-        DocType.solicitation,
-    ),
-]
-
-
-def guess_doc_type(path: Path, head: str = "") -> DocType:
-    """From the file name, else from the first page's opening; `--doc-type` always wins."""
-    for pattern, doc_type in _TYPE_HINTS:
-        if pattern.search(path.name):
-            return doc_type
-    for pattern, doc_type in _CONTENT_HINTS:
-        if pattern.search(head):
-            return doc_type
-    return DocType.generic
-
-
 def _pages_from_text(text: str) -> list[str]:
     pages = PAGE_BREAK.split(text)
     if len(pages) > 1 and not pages[-1].strip():
@@ -136,6 +100,7 @@ def _json_document(path: Path, data: dict[str, Any], doc_type: DocType | None, a
     if not isinstance(pages, list) or not pages:
         raise IngestError("JSON document needs a non-empty 'pages' list (seed 004 §1)")
     count = len(pages)
+    kind, given = given_type({}, doc_type or data.get("doc_type"))
     events = []
     for index, page in enumerate(pages, start=1):
         events.append(
@@ -145,9 +110,9 @@ def _json_document(path: Path, data: dict[str, Any], doc_type: DocType | None, a
                 page_number=int(page.get("page_number", index)),
                 page_count=count,
                 text=str(page.get("text", "")),
-                doc_type=doc_type or DocType(data.get("doc_type", guess_doc_type(path))),
+                doc_type=kind,
                 amendment_number=int(data.get("amendment_number", amendment)),
-                metadata=page.get("metadata") or {},
+                metadata={**(page.get("metadata") or {}), **given},
                 elements=page.get("elements") or [],
             )
         )
@@ -182,7 +147,7 @@ def page_events(
     else:
         text, encoding = decode_text(path.read_bytes())
         texts, extra["source_encoding"] = _pages_from_text(text.replace("\r\n", "\n")), encoding
-    kind = doc_type or guess_doc_type(path, texts[0][:4000])
+    kind, extra = given_type(extra, doc_type)
     named_id, named_amendment = identity_from_name(path)
     if amendment == 0 and named_amendment is not None:
         amendment = named_amendment

@@ -29,6 +29,7 @@ from confluent_kafka import Producer, TopicPartition
 from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
 from streams.core.chunkers import STRATEGIES, strategy_class
+from streams.core.doctype import routing
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
@@ -435,6 +436,15 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
     return stores
 
 
+def _doc_type(settings: Settings, version: Version) -> dict[str, Any] | None:
+    """The type the assembler gave a complete version, and how: assembly is deterministic, so the pages
+    read back give the decision the workers made. None while pages are missing."""
+    if len(version.pages) < version.page_count:
+        return None
+    doc = assemble(_pages(settings, version))
+    return {"type": str(doc.doc_type), **(routing(doc.metadata) or {})}
+
+
 def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], strategies: list[str]) -> dict[str, Any]:
     """The life of one document: pages, assembly or dead letter, and per strategy the ledger and stores."""
     ledger = read_ledger(settings)
@@ -459,6 +469,7 @@ def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], st
             "pages": sorted(version.pages),
             "page_count": version.page_count,
             "latest": version.amendment == latest,
+            "doc_type": _doc_type(settings, version),
             "strategies": {},
         }
         for strategy in strategies:

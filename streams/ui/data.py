@@ -53,6 +53,7 @@ class DocumentEntry:
     doc_type: str = ""
     versions: dict[int, dict[int, PageEvent]] = field(default_factory=dict)
     page_counts: dict[int, int] = field(default_factory=dict)
+    _types: dict[int, str] = field(default_factory=dict, repr=False)  # a complete version's type, once
 
     def complete(self, amendment: int) -> bool:
         pages = self.versions.get(amendment, {})
@@ -66,11 +67,22 @@ class DocumentEntry:
             return None
         return assemble(list(self.versions[amendment].values()))
 
+    def typed(self) -> str:
+        """The type the assembler gives the latest complete version (detected unless the pages gave one);
+        the pages' own field while none is complete."""
+        for amendment in sorted(self.versions, reverse=True):
+            if self.complete(amendment):
+                if amendment not in self._types:
+                    doc = self.assembled(amendment)
+                    self._types[amendment] = str(doc.doc_type) if doc is not None else self.doc_type
+                return self._types[amendment]
+        return self.doc_type
+
     def summary(self) -> dict[str, Any]:
         return {
             "doc_id": self.doc_id,
             "name": self.name,
-            "doc_type": self.doc_type,
+            "doc_type": self.typed(),
             "amendments": sorted(self.versions),
             "pages": {a: f"{len(p)}/{self.page_counts[a]}" for a, p in sorted(self.versions.items())},
         }
@@ -109,6 +121,7 @@ class ConsoleData:
                 entry = self.documents.setdefault(page.doc_id, DocumentEntry(page.doc_id))
                 entry.name, entry.doc_type = page.document_name, page.doc_type.value
                 entry.versions.setdefault(page.amendment_number, {})[page.page_number] = page
+                entry._types.pop(page.amendment_number, None)  # a page again: its version is typed again
                 entry.page_counts[page.amendment_number] = page.page_count
 
     def document_list(self) -> list[dict[str, Any]]:

@@ -75,7 +75,8 @@ def test_assemble_takes_the_document_fields_from_its_first_page_and_merges_metad
         2,
         2,
     )
-    assert doc.metadata == {"source": "scan", "lang": "fr"}  # a later page's value wins
+    # a later page's value wins; a type the pages give is kept, and the metadata says so
+    assert doc.metadata == {"source": "scan", "lang": "fr", "doc_type_source": "given"}
     assert [e.page_number for e in doc.elements] == [7, 2]  # an element's own page kept, a missing one filled
     assert (doc.first_page_ms, doc.completed_ms) == (10, 25)
     assert doc.text == "one\n\ntwo\n\n"

@@ -7,6 +7,7 @@ import pytest
 
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
+from streams.core.doctype import given_type
 from streams.core.document import assemble
 from streams.core.events import NOT_APPLICABLE, DocType, DocumentManifest
 from streams.core.options import DOC_TYPES, OptionsError, make_options
@@ -23,7 +24,8 @@ LETTER = (
 
 def doc_of(doc_type: str, text: str = LETTER, name: str = "doc.txt"):
     pages = make_pages("routed", [text])
-    pages = [p.model_copy(update={"doc_type": DocType(doc_type), "document_name": name}) for p in pages]
+    kind, given = given_type({}, doc_type)  # set on purpose: `generic` too stays what it says
+    pages = [p.model_copy(update={"doc_type": kind, "document_name": name, "metadata": given}) for p in pages]
     return assemble(pages)
 
 
