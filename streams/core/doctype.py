@@ -77,7 +77,8 @@ CUES: tuple[Cue, ...] = (
     _cue(
         L,
         "chairman's signature",
-        r"(?:^|[ \t]{3,})(?:[A-Z][\w.'-]+[ \t]+){0,4}(?:[-,–—][ \t]*)?(?:chairman|chairwoman|chair|chief\s+executive\s+officer)"
+        r"(?:^|[ \t]{3,})(?:[A-Z][\w.'-]+[ \t]+){0,4}(?:[-,–—][ \t]*)?"
+        r"(?:chairman|chairwoman|chair|chief\s+executive\s+officer)"
         r"(?:\s+(?:of\s+the\s+board|and\s+(?:chief\s+executive(?:\s+officer)?|ceo|president)))*[ \t.]*$",
         2.0,
     ),
@@ -114,15 +115,16 @@ CUES: tuple[Cue, ...] = (
     _cue(
         R,
         "reports its results",
-        r"\breport(?:s|ed)?\s+(?:record\s+|strong\s+)?(?:first|second|third|fourth|q[1-4]"
-        r"|full[- ]year|fiscal|annual|quarterly)\b[^\n.]{0,60}\bresults\b",
+        r"\b(?:report(?:s|ed)?|announce[sd]?(?:\s+its)?)\s+(?:record\s+|strong\s+)?(?:first|second|third|fourth"
+        r"|q[1-4]|full[- ]year|fiscal|annual|quarterly|operating|financial)\b[^.]{0,80}?\bresults\b",
         3.0,
     ),
     _cue(R, "GAAP figures", r"\bnon-gaap\b|\bgaap\b", 2.0),
     _cue(
         R,
         "earnings per share",
-        r"\b(?:diluted\s+)?(?:earnings|eps|net\s+income)\s+per\s+(?:diluted\s+)?share\b|\bdiluted\s+eps\b",
+        r"\b(?:diluted\s+)?(?:earnings|eps|net\s+income)\s+per\s+(?:diluted\s+)?share\b|\bdiluted\s+eps\b"
+        r"|\bper\s+diluted\s+share\b",
         1.5,
     ),
     _cue(
@@ -135,7 +137,8 @@ CUES: tuple[Cue, ...] = (
     _cue(
         R,
         "quarterly revenue",
-        r"\b(?:quarter|fiscal\s+year)\s+(?:revenue|net\s+sales)\b|\brevenue\s+(?:of|was|grew|increased|rose)\b",
+        r"\b(?:quarter|fiscal\s+year)\s+(?:revenue|net\s+sales)\b|\brevenue\s+(?:of|was|grew|increased|rose)\b"
+        r"|\b(?:revenue|net\s+sales)\s+for\s+the\s+(?:quarter|fiscal)",
         1.0,
     ),
     # Slide decks (seed 001)
@@ -150,7 +153,7 @@ CUES: tuple[Cue, ...] = (
     _cue(S, "safe harbor slide", r"^[ \t#*]*safe\s+harbor\b", 1.5),
     # Press releases (seed 001)
     _cue(P, "for immediate release", r"\bfor\s+immediate\s+release\b", 3.0),
-    _cue(P, "wire service", r"/\s*(?:pr\s?newswire|business\s+wire|globe\s?newswire|accesswire|newswire)\s*/", 3.0),
+    _cue(P, "wire service", r"[/(]\s*(?:pr\s?newswire|business\s+wire|globe\s?newswire|accesswire)\s*[/)]", 2.0),
     _cue(P, "announcement", r"\b(?:today|has)\s+announced\b|\bis\s+pleased\s+to\s+announce\b", 2.0),
     _cue(P, "media contact", r"\b(?:media|press)\s+(?:contacts?|inquiries|relations)\b", 2.0),
     _cue(P, "end mark", r"^[ \t]*(?:###|-30-)[ \t]*$", 1.5, flags=_M),
@@ -170,7 +173,7 @@ CUES: tuple[Cue, ...] = (
         B,
         "work statement",
         r"\bstatement\s+of\s+(?:work|objectives)\b|\bperformance\s+work\s+statement\b"
-        r"|\bquality\s+assurance\s+surveillance\s+plan\b",
+        r"|\bquality\s+assurance\s+(?:surveillance\s+)?plan\b",
         3.0,
     ),
     _cue(B, "SOW, PWS, SOO or QASP", r"\b(?:SOW|PWS|SOO|QASP)\b", 2.0, flags=_M),
