@@ -37,7 +37,33 @@ BREAKPOINT_DEFAULTS: dict[str, float] = {
 DOC_TYPES = ("letter", "transcript", "release", "slides", "press", "solicitation", "generic")
 
 #: Options the pipeline reads around a chunker rather than the chunker itself (routing).
-ROUTING_OPTIONS = frozenset({"doc_types"})
+ROUTING_OPTIONS = frozenset({"doc_types", "include_keywords", "exclude_keywords"})
+
+#: Seed 002's file filter keywords, and the acronyms of what it includes: statement of work, performance
+#: work statement, statement of objectives, quality assurance surveillance plan, RFx, and amendments.
+FILTER_INCLUDE = (
+    "scope",
+    "requirement",
+    "specification",
+    "solicitation",
+    "terms",
+    "condition",
+    "work",
+    "technical",
+    "statement",
+    "criteria",
+    "evaluation",
+    "proposal",
+    "amendment",
+    "sow",
+    "pws",
+    "soo",
+    "qasp",
+    "rfp",
+    "rfq",
+    "rfi",
+)
+FILTER_EXCLUDE = ("questionnaire", "form", "template", "blank", "example", "sample")
 
 
 class OptionsError(ValueError):
@@ -181,12 +207,31 @@ class SectionOptions(StrategyOptions):
     summary: ClassVar[str] = "document sections of RFPs, with requirement and table flags"
 
     doc_types: tuple[str, ...] = Field(("solicitation",), description="seed 002's scope: solicitations (RFPs)")
+    include_keywords: tuple[str, ...] = Field(
+        FILTER_INCLUDE,
+        description="seed 002's file filter: a file whose name or title lines have one of these words is chunked",
+    )
+    exclude_keywords: tuple[str, ...] = Field(
+        FILTER_EXCLUDE,
+        description="seed 002's file filter: a file whose name or title lines have one of these words is skipped "
+        "(excludes win)",
+    )
 
     min_tokens: int = Field(400, ge=1, le=100_000, description="sections merge below this")
     max_tokens: int = Field(600, ge=1, le=100_000, description="sections split above this")
     fragment_tokens: int = Field(
         FRAGMENT_TOKENS, ge=0, le=100_000, description="a piece this small joins a neighbour whatever its kind"
     )
+
+    @field_validator("include_keywords", "exclude_keywords", mode="before")
+    @classmethod
+    def _words(cls, value: Any) -> Any:
+        """`rfp,sow` from the environment or `--set`: lowercase words, in the order given."""
+        if isinstance(value, str):
+            value = [part for part in value.replace(" ", ",").split(",") if part]
+        if isinstance(value, list | tuple):
+            value = tuple(str(v).strip().lower() for v in value if str(v).strip())
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> SectionOptions:
@@ -317,13 +362,13 @@ OPTIONS: dict[str, type[StrategyOptions]] = {
 }
 
 
-def _range(field: Any) -> str:
+def _range(field: Any, name: str = "") -> str:
     """'8..100000', '>= 0', 'one of a, b', 'true/false': what a user may set."""
     annotation = field.annotation
     if annotation is bool:
         return "true or false"
     if getattr(annotation, "__origin__", None) is tuple:
-        return "any of " + ", ".join(DOC_TYPES)
+        return "any of " + ", ".join(DOC_TYPES) if name == "doc_types" else "words, comma-separated"
     args = getattr(annotation, "__args__", ())
     if getattr(annotation, "__origin__", None) is Literal:
         return "one of " + ", ".join(map(str, args))
@@ -347,7 +392,7 @@ def describe(strategy: str) -> dict[str, Any]:
         "options": {
             name: {
                 "default": defaults[name],
-                "range": _range(field),
+                "range": _range(field, name),
                 "type": getattr(field.annotation, "__name__", str(field.annotation)),
                 "description": field.description or "",
             }
@@ -367,7 +412,7 @@ def _one_line(strategy: str, exc: ValidationError) -> str:
             parts.append(f"{strategy}: unknown option {where!r} (options: {known})")
             continue
         if where in cls.model_fields:
-            allowed = _range(cls.model_fields[where])
+            allowed = _range(cls.model_fields[where], where)
             parts.append(f"{strategy}.{where}={error.get('input')!r}: {message} (allowed: {allowed})")
         else:
             parts.append(f"{strategy}: {message}")

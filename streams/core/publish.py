@@ -37,7 +37,9 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
     if chunker.name == "section" and doc_type == "solicitation":
         from streams.core.chunkers.section import file_filter_decision
 
-        allowed, why = file_filter_decision(doc.document_name)
+        include = getattr(options, "include_keywords", None)
+        exclude = getattr(options, "exclude_keywords", None)
+        allowed, why = file_filter_decision(doc.document_name, doc.text, include, exclude)
         if not allowed:  # seed 002's file filter: an addendum's cover sheet is not a solicitation's text
             return f"seed 002's file filter: {doc.document_name!r} {why}"
     return ""

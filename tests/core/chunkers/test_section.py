@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.section import (
-    _KEYWORD_LITERALS,
+    DEFAULT_INCLUDE,
     SECTION_TYPES,
     SectionChunker,
     classify_section,
@@ -21,8 +22,10 @@ from streams.core.chunkers.section import (
     file_filter_decision,
     find_headings,
 )
+from streams.core.chunkers.section.keywords import _KEYWORD_LITERALS
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
+from streams.core.options import make_options
 from streams.core.records import build_records
 from streams.core.text import paragraph_spans, sentence_spans
 from streams.core.tokenizers import get_tokenizer
@@ -253,8 +256,61 @@ def test_file_filter_decision() -> None:
     assert file_filter_decision("platform_performance_evaluation.pdf")[0] is True  # 'form' is a whole word only
     assert file_filter_decision("site_photos.zip") == (
         False,
-        "excluded: file name has none of the include keywords",
+        "excluded: neither the file name nor the title lines have an include keyword",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "keyword"),
+    [
+        ("Draft_RFPfor_Engineering_Services.md", "rfp"),  # spaces lost: the acronym runs into the next word
+        ("DraftRFP.pdf", "rfp"),
+        ("SOWAttachment.docx", "sow"),  # an acronym glued to a capitalised word
+        ("PWSv2.pdf", "pws"),
+        ("QASPfinal.docx", "qasp"),
+        ("statementofwork.pdf", "statement"),  # a lowercase run that spells keywords
+        ("Solicitation_Amendment_0003.pdf", "solicitation"),
+        ("Amendment_0003.pdf", "amendment"),
+        ("TechnicalRequirements.docx", "technical"),  # CamelCase, as before
+    ],
+)
+def test_the_file_filter_reads_words_that_run_together(name: str, keyword: str) -> None:
+    assert file_filter_decision(name) == (True, f"included: file name contains '{keyword}'")
+
+
+def test_the_file_filter_reads_the_title_lines_when_the_name_says_nothing() -> None:
+    pws = "DEPARTMENT OF THE INTERIOR\n\n# Performance Work Statement\n\nThe contractor shall mow.\n"
+    assert file_filter_decision("scan_0007.md", pws) == (
+        True,
+        "included: title line 'Performance Work Statement' contains 'work'",
+    )
+    qasp = "Quality Assurance Surveillance Plan\nfor the custodial contract\n"
+    assert file_filter_decision("doc_12.pdf", qasp) == (
+        True,
+        "included: title line 'Quality Assurance Surveillance Plan' spells 'qasp'",
+    )
+    # excludes still win, in the name and in the title lines
+    assert file_filter_decision("RFP_Sample.pdf", pws) == (False, "excluded: file name contains 'sample'")
+    form = "Offeror Questionnaire\n\nName of firm: ____\n"
+    assert file_filter_decision("attachment_3.docx", form) == (
+        False,
+        "excluded: title line 'Offeror Questionnaire' contains 'questionnaire'",
+    )
+    # the name decides first: a solicitation's name is enough, whatever its first line says
+    assert file_filter_decision("RFP_2032.md", "Sample text\n")[0] is True
+
+
+def test_the_file_filter_keywords_are_section_options() -> None:
+    options = make_options("section", {"include_keywords": "bid,tender", "exclude_keywords": "annex"})
+    assert options.include_keywords == ("bid", "tender") and options.exclude_keywords == ("annex",)
+    assert options.lineage_tag()  # other lists are another lineage: other documents are chunked
+    assert "include_keywords" not in options.chunker_options()
+    decide = partial(file_filter_decision, include=options.include_keywords, exclude=options.exclude_keywords)
+    assert decide("Tender_Docs.pdf") == (True, "included: file name contains 'tender'")
+    assert decide("Statement_of_Work.pdf")[0] is False  # not on this list
+    assert decide("Tender_Annex.pdf") == (False, "excluded: file name contains 'annex'")
+    assert make_options("section").include_keywords == DEFAULT_INCLUDE
+    assert {"qasp", "amendment"} <= set(DEFAULT_INCLUDE)
 
 
 def test_avro_round_trip_and_determinism(chunker: SectionChunker) -> None:
@@ -321,7 +377,7 @@ KEYWORD_TOKENS = [
 def test_requirement_check_of_a_piece_equals_searching_its_slice(parts: list[str]) -> None:
     """The document-wide keyword scan answers every slice as a search of the slice would, also where the
     slice's ends cut a word (then the ends are word boundaries)."""
-    from streams.core.chunkers.section import _REQUIREMENT, _Keywords
+    from streams.core.chunkers.section.keywords import _REQUIREMENT, _Keywords
 
     text = "".join(parts)
     keywords = _Keywords(text)
@@ -351,7 +407,7 @@ HEADING_TOKENS = ["Title", "word", "WORD", "Scope", " ", ":", ".", "-", "#", "|"
 @given(st.sampled_from(HEADING_STARTS), st.lists(st.sampled_from(HEADING_TOKENS), max_size=8))
 def test_the_capital_line_shortcut_never_changes_a_heading_decision(start: str, parts: list[str]) -> None:
     """`detect_heading` skips most capitalised prose lines early; without the shortcut it must agree."""
-    import streams.core.chunkers.section as section
+    import streams.core.chunkers.section.headings as section
 
     line = start + "".join(parts)
     fast = detect_heading(line)
@@ -372,7 +428,7 @@ KEYWORD_SCAN_TOKENS += [w for literal in _KEYWORD_LITERALS for w in (literal, li
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(KEYWORD_SCAN_TOKENS), max_size=16))
 def test_the_keyword_scan_finds_what_finditer_finds(parts: list[str]) -> None:
-    from streams.core.chunkers.section import _KEYWORDS_LOW, _keyword_matches
+    from streams.core.chunkers.section.keywords import _KEYWORDS_LOW, _keyword_matches
 
     low = "".join(parts)
     expected = [(m.start(), m.end(), m.lastgroup) for m in _KEYWORDS_LOW.finditer(low)]
