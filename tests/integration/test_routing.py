@@ -115,3 +115,50 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
     finally:
         os.killpg(up.pid, signal.SIGINT)
         up.wait(90)
+
+
+ROUTING_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "routing"
+
+
+def test_documents_published_without_a_type_reach_the_strategy_built_for_them(tmp_path: Path, bus: str) -> None:
+    """A shareholder letter as raw PDF text (its performance table first, the salutation on page 2, no
+    "letter" in its name) and a draft RFP whose file name runs the acronym into the next word, published
+    with no `--doc-type`: the assembler detects each type from the text, `letter` and `section` chunk
+    them, and `streams status` says how each type was decided."""
+    letter = ROUTING_FIXTURES / "northwind_2031_annual.txt"
+    rfp = ROUTING_FIXTURES / "Draft_RFPfor_Engineering_Services.md"
+    up = start_up(tmp_path / "var", "--no-ui", "-s", "letter", "-s", "section")
+    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
+    env.pop("STREAMS_BROKER", None)
+    env.pop("STREAMS_STRATEGIES", None)
+    try:
+        first = json.loads(up.stdout.readline())
+        assert first["broker_kind"] == bus
+        published = cli(env, "publish", str(letter), str(rfp))
+        assert published.returncode == 0, published.stderr
+        report = until_clean(env)
+        assert report["strategies"] == ["letter", "section"]
+        collector = Collector(Settings(broker=first["broker"], data_dir=tmp_path / "var"))
+        collector.poll(3.0)
+        collector.close()
+        result = collector.result
+        assert result.dead == [], [f"{d.stage} {d.reason_code}: {d.reason}" for d in result.dead]
+        letter_id, rfp_id = page_events(letter)[0].doc_id, page_events(rfp)[0].doc_id
+        chunked = {(d, s) for (d, _, s) in result.chunks}
+        assert chunked == {(letter_id, "letter"), (rfp_id, "section")}, chunked
+        skipped = {(d, s) for (d, _, s) in result.skipped}
+        assert skipped == {(letter_id, "section"), (rfp_id, "letter")}, skipped
+        for record in result.records():
+            assert record.routing is not None and record.routing.source == "detected", record.routing
+        assert {r.doc_type for r in result.records() if r.doc_id == letter_id} == {"letter"}
+        assert {r.doc_type for r in result.records() if r.doc_id == rfp_id} == {"solicitation"}
+        status = cli(env, "status", letter_id, "--json")
+        assert status.returncode == 0, status.stderr
+        typed = json.loads(status.stdout)["versions"][0]["doc_type"]
+        assert typed["type"] == "letter" and typed["source"] == "detected"
+        assert "salutation to owners" in typed["evidence"], typed
+        shown = cli(env, "status", rfp_id)
+        assert shown.returncode == 0 and "type solicitation (detected" in shown.stdout, shown.stdout
+    finally:
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(90)
