@@ -245,12 +245,61 @@ def _is_prose_cell(cell: str) -> bool:
     return bool(_CLAUSE_END.search(cell) or _CITATION.search(cell) or _AUTHORS.match(cell))
 
 
+# A reference's fields when extraction splits them into cells at runs of spaces and drops their punctuation
+# ("Okafor N, Marsh T   Tidal mixing in shallow estuaries   J Coastal Res   2019   35(4)   812-820   PMID 3123").
+_FIELD_MARK = r"[.,;:]?"
+_REFERENCE_FIELDS: dict[str, re.Pattern[str]] = {
+    "authors": re.compile(rf"^{_AUTHOR}(?:, ?(?:and |& )?{_AUTHOR})*(?:,? et al\.?)?{_FIELD_MARK}$"),
+    "year": re.compile(rf"^\(?(?:1[89]|20)\d{{2}}[a-z]?\)?{_FIELD_MARK}$"),
+    "volume": re.compile(rf"^(?:vol\.? ?)?\d{{1,4}}\(\d{{1,4}}(?:[-–]\d{{1,4}})?\){_FIELD_MARK}$", re.I),
+    "pages": re.compile(rf"^(?:pp?\. ?)?[A-Z]?\d{{1,6}} ?[-–] ?[A-Z]?\d{{1,6}}{_FIELD_MARK}$"),
+    "identifier": re.compile(r"^(?:(?:PMID|PMCID|DOI)\s*:?\s*\S+|PMC\d{5,}|10\.\d{4,9}/\S+|https?://\S+)$", re.I),
+}
+# A list number before the reference ("12", "12.", "[12]").
+_REFERENCE_NUMBER = re.compile(r"^\[?\d{1,4}[.)\]]?$")
+
+
+def _reference_fields(cells: list[str]) -> set[str]:
+    """Which kinds of reference field a row's cells are: authors, title, year, volume, pages, identifier.
+
+    A title is four words or more of letters; authors count as "authors+" when two names or more."""
+    kinds: set[str] = set()
+    for index, cell in enumerate(cells):
+        if index == 0 and _REFERENCE_NUMBER.match(cell):
+            continue
+        for kind, pattern in _REFERENCE_FIELDS.items():
+            if pattern.match(cell):
+                kinds.add(kind)
+                if kind == "authors" and ("," in cell or " and " in cell or " & " in cell):
+                    kinds.add("authors+")
+                break
+        else:
+            words = cell.split()
+            if len(words) >= 4 and sum(w.isalpha() for w in words) * 4 >= len(words) * 3:
+                kinds.add("title")
+    return kinds
+
+
+def _is_reference_row(cells: list[str]) -> bool:
+    """One reference whose fields the extraction split at runs of spaces: three kinds of field or more,
+    one of them what no table of figures holds (an identifier, a volume with its issue, an author list),
+    or four with a title (a lone author, a title, a year, pages). A table's label, year and range columns
+    ("Group A   2019   18-24") are too few of these, and a description column ("Replace the worn seal")
+    with a year and weeks is a title without the rest."""
+    kinds = _reference_fields(cells)
+    telling = kinds & {"identifier", "volume", "authors+"}
+    return (len(kinds - {"authors+"}) >= 3 and bool(telling)) or len(kinds & {"authors", "title", "year", "pages"}) == 4
+
+
 def _is_aligned_row(line: str) -> bool:
     """Columns: three or more short cells, or a label and a figure. Prose set with two spaces after each
     full stop (pdftotext, reference lists) is no table row: its cells are long, or most of them end as
-    clauses do or are citation parts ("J Biol Chem.", "2019;294(12):4567-4578.")."""
+    clauses do or are citation parts ("J Biol Chem.", "2019;294(12):4567-4578."), or the cells are the
+    fields of one reference (authors, title, year, volume, pages, PubMed id or DOI)."""
     cells = [c for c in COLUMN_GAP.split(line.strip()) if c]
     if len(cells) >= 2 and sum(_is_prose_cell(c) for c in cells) * 2 > len(cells):
+        return False
+    if len(cells) >= 4 and _is_reference_row(cells):
         return False
     if len(cells) >= 3:
         return sum(len(c) for c in cells) / len(cells) <= 30 or any(ch.isdigit() for c in cells[1:] for ch in c)
