@@ -39,8 +39,10 @@ class Stack:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    tmp = tmp_path_factory.mktemp("console")
+def stack(tmp_path_factory: pytest.TempPathFactory, bus: str) -> Iterator[Stack]:
+    """One stack per broker: it depends on `bus`, so the Kafka pass builds its own on Kafka (without that
+    dependency pytest kept the noida-db stack for the `[kafka]` tests)."""
+    tmp = tmp_path_factory.mktemp(f"console-{bus}")
     # section takes every document type here (an option, as a user would widen it), so the console shows
     # two strategies side by side on every sample
     every_type = {"doc_types": ",".join(DOC_TYPES)}

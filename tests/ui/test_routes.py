@@ -26,6 +26,11 @@ def stored(stack: Stack, doc_id: str, amendment: int, strategy: str) -> list[dic
         sink.close()
 
 
+def test_the_console_stack_runs_on_the_broker_its_test_id_names(stack: Stack, bus: str) -> None:
+    assert stack.settings.broker_kind == bus
+    assert stack.pipeline.broker is not None and getattr(stack.pipeline.broker, "kind", "noida") == bus
+
+
 def test_index_lists_every_published_document(client, stack: Stack) -> None:
     page = client.get("/")
     assert page.status_code == 200
