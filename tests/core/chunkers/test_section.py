@@ -300,6 +300,27 @@ def test_the_file_filter_reads_the_title_lines_when_the_name_says_nothing() -> N
     assert file_filter_decision("RFP_2032.md", "Sample text\n")[0] is True
 
 
+@pytest.mark.parametrize(
+    ("name", "decision"),
+    [
+        ("qaspfinal.pdf", (True, "included: file name contains 'qasp'")),  # an acronym, then a word, lowercase
+        ("pwsdraft.docx", (True, "included: file name contains 'pws'")),
+        ("sowattachment.pdf", (True, "included: file name contains 'sow'")),
+        ("termsandconditions.pdf", (True, "included: file name contains 'terms'")),  # plurals inside a run
+        ("Workplan.pdf", (True, "included: file name contains 'work'")),  # 'work' is a prefix, no acronym
+        ("Soon_to_follow.pdf", (False, "excluded: neither the file name nor the title lines have an include keyword")),
+        ("Sowing_calendar.pdf", (False, "excluded: neither the file name nor the title lines have an include keyword")),
+        # 'form' inside an ordinary word is no form: neither in 'inform' nor in 'formwork'
+        ("Inform_Offerors_RFP.pdf", (True, "included: file name contains 'rfp'")),
+        ("Concrete_Formwork_Specifications.pdf", (True, "included: file name contains 'work'")),
+        ("rfptemplate.docx", (False, "excluded: file name contains 'template'")),  # a long exclude in a run wins
+        ("SOWForm.pdf", (False, "excluded: file name contains 'form'")),  # a whole word 'form' still wins
+    ],
+)
+def test_the_file_filter_reads_runs_without_reading_words_into_them(name: str, decision: tuple[bool, str]) -> None:
+    assert file_filter_decision(name) == decision
+
+
 def test_the_file_filter_keywords_are_section_options() -> None:
     options = make_options("section", {"include_keywords": "bid,tender", "exclude_keywords": "annex"})
     assert options.include_keywords == ("bid", "tender") and options.exclude_keywords == ("annex",)

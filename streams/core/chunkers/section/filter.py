@@ -18,29 +18,67 @@ from streams.core.options import FILTER_EXCLUDE, FILTER_INCLUDE
 DEFAULT_INCLUDE = FILTER_INCLUDE
 DEFAULT_EXCLUDE = FILTER_EXCLUDE
 
-#: Keywords of this length or less are acronyms: they match whole, not as a prefix.
-_ACRONYM = 4
+#: The acronyms among the default includes, and any keyword this short: they match a whole word (or its
+#: plural), never as a prefix (`soo` is not `soon`, `sow` not `sowing`); other keywords match a prefix too
+#: (`work` in `workplan`, `requirement` in `requirements`).
+_ACRONYMS = frozenset({"sow", "pws", "soo", "qasp", "rfp", "rfq", "rfi"})
+_SHORT = 3
+#: Excludes this short are whole words only, never a piece of a run that lost its spaces: `form` ends
+#: `inform` and starts `formwork` (a construction specification's subject).
+_SHORT_EXCLUDE = 4
 #: Title lines read when the file name decides nothing.
 _TITLE_LINES = 6
 #: Short words a run-together name hides between its keywords (`RFPfor`, `statementofwork`).
 _GLUE = ("for", "of", "and", "the", "to", "with", "on", "in", "a")
+#: Words a file name glues to an acronym (`qaspfinal`, `pwsdraft`, `sowattachment`, `pwsv2`): known, so a
+#: run can be read through them, but no keyword.
+_NAME_WORDS = (
+    "final",
+    "draft",
+    "attachment",
+    "attach",
+    "att",
+    "exhibit",
+    "appendix",
+    "annex",
+    "revised",
+    "rev",
+    "signed",
+    "clean",
+    "redline",
+    "updated",
+    "update",
+    "copy",
+    "part",
+    "section",
+    "vol",
+    "volume",
+    "v",
+)
+
+
+def _is_acronym(keyword: str) -> bool:
+    return keyword in _ACRONYMS or len(keyword) <= _SHORT
 
 
 def _pieces(run: str, vocabulary: Sequence[str]) -> list[str]:
-    """Split a lowercase run that lost its spaces into known keywords and glue words, longest first; the run
-    itself when it cannot be read that way."""
-    known = sorted({*vocabulary, *_GLUE}, key=len, reverse=True)
-    found: list[str] = []
-    position = 0
-    while position < len(run):
+    """Split a lowercase run that lost its spaces into keywords (or their plurals), glue words and words
+    file names glue to acronyms, longest first with backtracking; the run itself when it cannot be read
+    that way, or when the reading starts with a glue word (`in`+`form` is the word `inform`)."""
+    known = sorted({*vocabulary, *(k + "s" for k in vocabulary), *_GLUE, *_NAME_WORDS}, key=len, reverse=True)
+
+    def split(position: int) -> list[str] | None:
+        if position == len(run):
+            return []
         for word in known:
             if run.startswith(word, position):
-                found.append(word)
-                position += len(word)
-                break
-        else:
-            return [run]
-    return found
+                rest = split(position + len(word))
+                if rest is not None:
+                    return [word, *rest]
+        return None
+
+    found = split(0) if len(run) <= 60 else None
+    return [run] if found is None or found[0] in _GLUE else found
 
 
 def _split_caps(token: str, vocabulary: Sequence[str]) -> list[str]:
@@ -55,34 +93,44 @@ def _split_caps(token: str, vocabulary: Sequence[str]) -> list[str]:
     return [caps[:-1], caps[-1] + rest]
 
 
-def name_words(document_name: str, vocabulary: Sequence[str] = ()) -> list[str]:
-    """Lowercase words of a file name: split at non-letters, at lower-to-upper case changes, after an
-    acronym glued to the next word (`RFPfor`, `SOWAttachment`, `QASPfinal`), and inside runs that spell
-    known keywords (`statementofwork`); such a run is also kept whole, so a plain word still matches."""
+def _words(document_name: str, vocabulary: Sequence[str]) -> list[tuple[str, bool]]:
+    """(word, whole) for the lowercase words of a file name; `whole` is False for a piece read out of a
+    run that lost its spaces."""
     stem = re.sub(r"\.[A-Za-z0-9]{1,5}$", "", document_name)
-    words: list[str] = []
+    words: list[tuple[str, bool]] = []
     for token in re.split(r"[^A-Za-z]+", re.sub(r"([a-z])([A-Z])", r"\1 \2", stem)):
         for part in _split_caps(token, vocabulary) if token else []:
             low = part.lower()
-            words.append(low)
+            words.append((low, True))
             pieces = _pieces(low, vocabulary)
             if len(pieces) > 1:
-                words += pieces
+                words += [(piece, False) for piece in pieces]
     return words
 
 
+def name_words(document_name: str, vocabulary: Sequence[str] = ()) -> list[str]:
+    """Lowercase words of a file name: split at non-letters, at lower-to-upper case changes, after an
+    acronym glued to the next word (`RFPfor`, `SOWAttachment`, `QASPfinal`), and inside runs that spell
+    known keywords (`statementofwork`, `qaspfinal`); such a run is also kept whole, so a plain word still
+    matches."""
+    return [word for word, _ in _words(document_name, vocabulary)]
+
+
 def _matches(word: str, keyword: str) -> bool:
-    if len(keyword) <= _ACRONYM:
+    """An acronym is the whole word or its plural; any other keyword is also a word's prefix."""
+    if _is_acronym(keyword):
         return word in (keyword, keyword + "s")
-    return word.startswith(keyword) or word == keyword + "s"
+    return word.startswith(keyword)
 
 
-def _decide(words: list[str], include: Sequence[str], exclude: Sequence[str], where: str) -> tuple[bool, str] | None:
-    for word in words:
+def _decide(
+    words: list[tuple[str, bool]], include: Sequence[str], exclude: Sequence[str], where: str
+) -> tuple[bool, str] | None:
+    for word, whole in words:
         for bad in exclude:  # whole words only: a 'form' is not 'formal' nor 'formula'
-            if word in (bad, bad + "s"):
+            if word in (bad, bad + "s") and (whole or len(bad) > _SHORT_EXCLUDE):
                 return False, f"excluded: {where} contains '{bad}'"
-    for word in words:
+    for word, _ in words:
         for good in include:
             if _matches(word, good):
                 return True, f"included: {where} contains '{good}'"
@@ -114,16 +162,16 @@ def file_filter_decision(
     """(allowed, reason): the file name decides when it names a keyword, else the document's title lines."""
     include = DEFAULT_INCLUDE if include is None else tuple(k.lower() for k in include)
     exclude = DEFAULT_EXCLUDE if exclude is None else tuple(k.lower() for k in exclude)
-    decided = _decide(name_words(document_name, (*include, *exclude)), include, exclude, "file name")
+    decided = _decide(_words(document_name, (*include, *exclude)), include, exclude, "file name")
     if decided is not None:
         return decided
     for line in _title_lines(text):
         words = [w.lower() for w in re.findall(r"[A-Za-z]+", line)]
         where = f"title line {line[:60]!r}"
-        decided = _decide(words, include, exclude, where)
+        decided = _decide([(w, True) for w in words], include, exclude, where)
         if decided is not None:
             return decided
         for spelled in _initials(words):  # "Quality Assurance Surveillance Plan" spells qasp
-            if spelled in include and len(spelled) <= _ACRONYM:
+            if spelled in include and _is_acronym(spelled):
                 return True, f"included: {where} spells '{spelled}'"
     return False, "excluded: neither the file name nor the title lines have an include keyword"
