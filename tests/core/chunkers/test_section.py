@@ -296,6 +296,8 @@ def test_the_file_filter_reads_the_title_lines_when_the_name_says_nothing() -> N
         False,
         "excluded: title line 'Offeror Questionnaire' contains 'questionnaire'",
     )
+    # only the names the acronyms stand for are spelled out: "State of Oregon" is not an SOO
+    assert file_filter_decision("doc_13.pdf", "State Of Oregon\nDepartment of Roads\n")[0] is False
     # the name decides first: a solicitation's name is enough, whatever its first line says
     assert file_filter_decision("RFP_2032.md", "Sample text\n")[0] is True
 

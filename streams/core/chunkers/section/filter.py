@@ -137,9 +137,24 @@ def _decide(
     return None
 
 
-def _initials(words: list[str]) -> list[str]:
-    """The initials of every run of three or four words: how a title spells out an acronym."""
-    return ["".join(w[0] for w in words[i : i + n]) for n in (3, 4) for i in range(len(words) - n + 1)]
+#: The names an included acronym stands for, as a title spells them out.
+_SPELLED = {
+    "quality assurance surveillance plan": "qasp",
+    "performance work statement": "pws",
+    "statement of objectives": "soo",
+    "request for proposal": "rfp",
+    "request for quotation": "rfq",
+    "request for information": "rfi",
+}
+
+
+def _spelled(words: list[str]) -> str | None:
+    """The acronym a title line spells out in full ("Quality Assurance Surveillance Plan": qasp), if any."""
+    line = " ".join(words)
+    for phrase, acronym in _SPELLED.items():
+        if re.search(rf"\b{phrase}s?\b", line):
+            return acronym
+    return None
 
 
 def _title_lines(text: str) -> list[str]:
@@ -171,7 +186,7 @@ def file_filter_decision(
         decided = _decide([(w, True) for w in words], include, exclude, where)
         if decided is not None:
             return decided
-        for spelled in _initials(words):  # "Quality Assurance Surveillance Plan" spells qasp
-            if spelled in include and _is_acronym(spelled):
-                return True, f"included: {where} spells '{spelled}'"
+        spelled = _spelled(words)
+        if spelled is not None and spelled in include:
+            return True, f"included: {where} spells '{spelled}'"
     return False, "excluded: neither the file name nor the title lines have an include keyword"
