@@ -970,3 +970,49 @@ def _print_ingest(report: dict[str, Any]) -> None:
             "compare the CPU seconds; the rates and wall/(CPU/cores) depend on what else ran",
             highlight=False,
         )
+
+
+@bench_app.command("routing")
+def routing(
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus", help="A labelled set: a folder with manifest.json and docs/ (default: the shipped one)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The type detector on a labelled set: the confusion matrix and the documents off its diagonal."""
+    from streams.bench.routing import ROUTING_SET, TYPES, run_routing_bench
+
+    folder = corpus or ROUTING_SET
+    try:
+        with _progress() as update:
+            report = run_routing_bench(folder, update)
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        _emit_json(report)
+        return
+    table = Table(title=f"bench routing: {report['documents']} labelled documents, rows = label, columns = detected")
+    table.add_column("label")
+    for name in TYPES:
+        table.add_column(name, justify="right")
+    for label in TYPES:
+        counts = report["matrix"][label]
+        table.add_row(label, *(f"[bold]{counts[n]}[/bold]" if n == label else str(counts[n] or "·") for n in TYPES))
+    out.print(table)
+    out.print(
+        f"{report['correct']} of {report['documents']} on the diagonal; "
+        f"{report['generic_sent_to_a_typed_strategy']} generic documents sent to a typed strategy; "
+        f"{report['typed_left_generic']} typed documents left generic",
+        soft_wrap=True,
+    )
+    for miss in report["misses"]:
+        out.print(
+            f"  {miss['file']} ({miss['shape']}): {miss['label']} detected as {miss['detected']} "
+            f"({miss['confidence']:.2f}): {miss['evidence']}",
+            highlight=False,
+            soft_wrap=True,
+        )

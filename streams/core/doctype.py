@@ -151,10 +151,13 @@ CUES: tuple[Cue, ...] = (
         cap=3,
     ),
     _cue(S, "safe harbor slide", r"^[ \t#*]*safe\s+harbor\b", 1.5),
+    _cue(S, "numbered slides", r"\bslide\s+\d{1,3}\b", 5.0, minimum=3),
+    _cue(S, "bullet fragments", r"(?:^|\s)[•▪●◦]\s", 1.5, flags=_M, minimum=6),
+    _cue(S, "this presentation", r"\b(?:this|today's)\s+(?:presentation|slides?|deck)\b", 2.0),
     # Press releases (seed 001)
     _cue(P, "for immediate release", r"\bfor\s+immediate\s+release\b", 3.0),
     _cue(P, "wire service", r"[/(]\s*(?:pr\s?newswire|business\s+wire|globe\s?newswire|accesswire)\s*[/)]", 2.0),
-    _cue(P, "announcement", r"\b(?:today|has)\s+announced\b|\bis\s+pleased\s+to\s+announce\b", 2.0),
+    _cue(P, "announcement", r"\b(?:today|has|have)\s+announced\b|\b(?:is|are)\s+pleased\s+to\s+announce\b", 2.0),
     _cue(P, "media contact", r"\b(?:media|press)\s+(?:contacts?|inquiries|relations)\b", 2.0),
     _cue(P, "end mark", r"^[ \t]*(?:###|-30-)[ \t]*$", 1.5, flags=_M),
     _cue(P, "about the company", r"^[ \t#*]*about\s+[A-Z][\w&.,' -]{1,60}$", 1.0),
@@ -162,7 +165,7 @@ CUES: tuple[Cue, ...] = (
         P,
         "dateline",
         r"^[ \t*]*[A-Z][A-Za-z .'-]{2,30},\s+[A-Z][A-Za-z. ]{2,20},?\s+"
-        r"(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},\s+\d{4})\s*(?:/[^/\n]+/)?\s*(?:--|—|–|-)",
+        r"(?:[A-Z][a-z]{2,8}\.?\s+\d{1,2},\s+\d{4})\s*(?:[/(][^/()\n]+[/)])?\s*(?:--|—|–|-)",
         1.5,
         flags=_M,
     ),
