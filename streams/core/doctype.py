@@ -65,15 +65,29 @@ _OWNERS = (
 CUES: tuple[Cue, ...] = (
     # Shareholder letters (seed 000)
     _cue(L, "salutation to owners", rf"^[ \t#*]*(?:to|dear)\s+(?:(?:the|our|my|all)\s+)?(?:fellow\s+)?{_OWNERS}\b", 5),
+    _cue(
+        L,
+        "salutation to a company's members",
+        r"^[ \t#*]*(?:to|dear)\s+(?:the\s+)?members\s+of\s+[^\n]{0,60}?"
+        r"\b(?:plc|limited|ltd|holdings|inc|corporation|company|trust)\b",
+        5.0,
+    ),
     _cue(L, "letter to shareholders", rf"\bletter\s+to\s+(?:our\s+)?(?:fellow\s+)?{_OWNERS}", 3.0),
     _cue(
         L,
         "per-share performance",
         r"per[- ]share\s+(?:book|market|intrinsic)\s+value|(?:book|intrinsic)\s+value\s+per\s+share"
-        r"|compounded\s+annual\s+(?:gain|return|growth)|relative\s+results",
+        r"|compounded\s+annual\s+(?:gain|return|growth)|relative\s+results"
+        r"|(?:net\s+asset\s+value|nav)\s+per\s+(?:share|unit)",
         2.0,
     ),
-    _cue(L, "performance against an index", r"\bvs\.?\s+(?:the\s+)?s&p\s*500|(?:against|versus)\s+the\s+s&p", 1.5),
+    _cue(
+        L,
+        "performance against an index",
+        r"\bvs\.?\s+(?:the\s+)?s&p\s*500|(?:against|versus)\s+the\s+s&p"
+        r"|\b(?:for|against|versus)\s+the\s+(?:ftse|msci|russell|s&p)\b[^\n.]{0,30}\bindex\b",
+        1.5,
+    ),
     _cue(
         L,
         "chairman's signature",
@@ -116,7 +130,8 @@ CUES: tuple[Cue, ...] = (
         R,
         "reports its results",
         r"\b(?:report(?:s|ed)?|announce[sd]?(?:\s+its)?)\s+(?:record\s+|strong\s+)?(?:first|second|third|fourth"
-        r"|q[1-4]|full[- ]year|fiscal|annual|quarterly|operating|financial)\b[^.]{0,80}?\bresults\b",
+        r"|q[1-4]|full[- ]year|fiscal|annual|quarterly|operating|financial)\b[^.]{0,80}?\bresults\b"
+        r"|\breports?\s+(?:record\s+)?(?:first|second|third|fourth)[- ]quarter\b[^.\n]{0,20}\bearnings\b",
         3.0,
     ),
     _cue(R, "GAAP figures", r"\bnon-gaap\b|\bgaap\b", 2.0),
@@ -153,6 +168,7 @@ CUES: tuple[Cue, ...] = (
     _cue(S, "safe harbor slide", r"^[ \t#*]*safe\s+harbor\b", 1.5),
     _cue(S, "numbered slides", r"\bslide\s+\d{1,3}\b", 5.0, minimum=3),
     _cue(S, "bullet fragments", r"(?:^|\s)[•▪●◦]\s", 1.5, flags=_M, minimum=6),
+    _cue(S, "a presentation's title", r"\b(?:earnings|investor|investors'|analyst)\s+(?:presentation|day)\b", 2.5),
     _cue(S, "this presentation", r"\b(?:this|today's)\s+(?:presentation|slides?|deck)\b", 2.0),
     # Press releases (seed 001)
     _cue(P, "for immediate release", r"\bfor\s+immediate\s+release\b", 3.0),
@@ -245,8 +261,9 @@ def _slide_shape(text: str) -> tuple[float, str] | None:
     short = sum(1 for line in lines if len(line) <= 60) / len(lines)
     sentences = sum(1 for line in lines if len(line) > 60 and line.rstrip().endswith((".", "?", "!"))) / len(lines)
     bullets = sum(1 for line in lines if re.match(r"^(?:[-*•▪●◦–]|\d+[.)])\s", line)) / len(lines)
-    if short >= 0.8 and sentences <= 0.1 and bullets >= 0.2:
-        return 2.5, f"deck layout ({short:.0%} short lines, {bullets:.0%} bullets)"
+    headings = sum(1 for line in lines if line.startswith("#")) / len(lines)
+    if short >= 0.8 and sentences <= 0.1 and (bullets >= 0.2 or headings >= 0.15):
+        return 2.5, f"deck layout ({short:.0%} short lines, {bullets:.0%} bullets, {headings:.0%} headings)"
     return None
 
 
