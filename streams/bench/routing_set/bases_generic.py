@@ -255,7 +255,7 @@ The Landlord shall maintain the roof, plumbing, heating and electrical systems.
 8. PETS. No pets shall be kept on the premises without the Landlord's written consent.
 """,
     "newsletter": """Brook Lane Primary School Newsletter
-Spring Term, Issue 3
+Spring Term, Third Edition
 
 Dear Parents and Carers,
 
