@@ -38,6 +38,18 @@ def test_index_lists_every_published_document(client, stack: Stack) -> None:
         assert f'href="/doc/{doc_id}"' in page.text
 
 
+def test_document_view_says_how_the_document_was_typed(client, stack: Stack) -> None:
+    """The samples are published without a type: the page shows the detected one and its evidence, and the
+    index lists the detected type, not the pages' `generic`."""
+    letter = next(d for d in stack.docs if "letter" in stack.docs[d][0].document_name)
+    page = client.get(f"/doc/{letter}")
+    assert page.status_code == 200
+    shown = re.search(r'<p class="routing" id="routing">(.*?)</p>', page.text, re.S)
+    assert shown and shown.group(1).startswith("type letter: detected (")
+    assert "salutation to owners" in html.unescape(shown.group(1))
+    assert client.get("/").text.count("<td>letter</td>") == 1
+
+
 def test_document_view_draws_each_chunk_where_its_record_says(client, stack: Stack) -> None:
     doc_id = "vantor-2031-q2-release"
     if doc_id not in stack.docs:
