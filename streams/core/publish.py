@@ -47,12 +47,12 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
 
 def _how_typed(doc: AssembledDocument) -> str:
     """Why the document has its type, when the publisher did not give it: the detector's evidence."""
-    from streams.core.doctype import DEFAULT, DETECTED, EVIDENCE_KEY, SOURCE_KEY
+    from streams.core.doctype import GIVEN, routing
 
-    source = doc.metadata.get(SOURCE_KEY)
-    if source not in (DETECTED, DEFAULT):
+    decided = routing(doc.metadata)
+    if decided is None or decided["source"] == GIVEN:
         return ""
-    return f" ({source}: {doc.metadata.get(EVIDENCE_KEY, '')}; give --doc-type to override)"
+    return f" ({decided['source']}: {'; '.join(decided['evidence'])}; give --doc-type to override)"
 
 
 def publish(doc: AssembledDocument, chunker: Chunker, is_latest_version: bool = True) -> Published:
