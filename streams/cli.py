@@ -76,7 +76,7 @@ def _read_files(
 
 PathsArg = Annotated[list[Path], typer.Argument(help="Files: PDF, Markdown/text, DOCX, HTML or seed-004 JSON.")]
 DocIdOpt = Annotated[str | None, typer.Option("--doc-id", help="Document id (default: from the file name).")]
-DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document type (default: guessed).")]
+DocTypeOpt = Annotated[DocType | None, typer.Option("--doc-type", help="Document type (default: from its text).")]
 AmendOpt = Annotated[int, typer.Option("--amendment", min=0, help="Amendment number, 0 = original.")]
 
 
@@ -345,6 +345,14 @@ def up(
         str | None,
         typer.Option("--broker", help="Broker to start: noida (embedded, default) or kafka (Apache Kafka; Java 17)."),
     ] = None,
+    external: Annotated[
+        bool,
+        typer.Option(
+            "--external",
+            help="Start no broker or MongoDB: use the ones at STREAMS_BROKER and STREAMS_MONGO_URL (a shared "
+            "cluster; set STREAMS_DEPLOYMENT to keep this deployment apart from the others there).",
+        ),
+    ] = False,
 ) -> None:
     """Run the embedded services, workers, both sinks and the web console in the foreground until interrupted."""
     from streams.core.chunkers import available_strategies
@@ -360,7 +368,7 @@ def up(
         from streams.ui.app import check_bind
 
         check_bind(settings, settings.ui_host)  # a public console without a token refuses before anything starts
-    run_up(settings, chosen, err, as_json, ui)
+    run_up(settings, chosen, err, as_json, ui, external=external)
 
 
 @app.command()

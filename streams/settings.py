@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
@@ -96,6 +97,20 @@ class UpFileSource(PydanticBaseSettingsSource):
         return data.get("settings", {}) if isinstance(data, dict) else {}
 
 
+#: A deployment name: lowercase letters, digits and hyphens (a DNS label), valid inside every Kafka and
+#: MongoDB name it prefixes.
+DEPLOYMENT_PATTERN = r"^([a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?)?$"
+
+
+def deployed(deployment: str, name: str, separator: str = ".") -> str:
+    """`name` under `deployment` (`staging.pages.cleaned`); unchanged without one, and never prefixed twice,
+    so settings handed to a child process or read back from up.json name the same things."""
+    if not deployment:
+        return name
+    prefix = f"{deployment}{separator}"
+    return name if name.startswith(prefix) else prefix + name
+
+
 class TopicNames(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STREAMS_TOPIC_", extra="ignore")
 
@@ -116,6 +131,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STREAMS_", env_nested_delimiter="__", extra="ignore")
 
     # The bus
+    deployment: str = Field(
+        "",
+        description="a name that prefixes every topic, consumer group, faust app id (so changelogs and "
+        "transactional ids), MongoDB database, LanceDB table and Pinecone namespace of this deployment: two "
+        "deployments (staging beside production) share one Kafka cluster and one MongoDB apart; empty = none",
+    )
     broker: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port...]")
     broker_kind: str = Field(
         "noida",
@@ -289,6 +310,17 @@ class Settings(BaseSettings):
     sasl_password: SecretStr | None = Field(None, description="the SASL password (a secret: never printed)")
     ssl_cafile: str | None = Field(None, description="the CA certificate (PEM) that signed the broker's")
 
+    @field_validator("deployment")
+    @classmethod
+    def _deployment_name(cls, value: str) -> str:
+        """Said in words: a regular expression in an error line is no help, and rich eats its brackets."""
+        if not re.fullmatch(DEPLOYMENT_PATTERN, value):
+            raise ValueError(
+                f"{value!r} is not a deployment name: use at most 40 lowercase letters, digits and hyphens, "
+                "starting and ending with a letter or digit (staging, prod-eu)"
+            )
+        return value
+
     @field_validator("processing_guarantee")
     @classmethod
     def _transactions_need_kafka(cls, value: str, info: ValidationInfo) -> str:
@@ -303,6 +335,22 @@ class Settings(BaseSettings):
                 "(streams up --broker kafka, or a Kafka at STREAMS_BROKER) or use at_least_once"
             )
         return value
+
+    @model_validator(mode="after")
+    def _under_deployment(self) -> Settings:
+        """Every name this deployment creates or reads, prefixed once here: topics and the MongoDB database
+        and Pinecone namespace; consumer groups follow through `group_id`, the LanceDB table through
+        `lance_table`. A database name may not hold a dot, hence the hyphen there."""
+        if self.deployment:
+            names = {k: deployed(self.deployment, v) for k, v in self.topics.model_dump().items()}
+            self.topics = TopicNames.model_construct(**names)
+            self.mongo_database = deployed(self.deployment, self.mongo_database, "-")
+            self.pinecone_namespace = deployed(self.deployment, self.pinecone_namespace, "-")
+        return self
+
+    @property
+    def lance_table(self) -> str:
+        return deployed(self.deployment, "chunks", "-")
 
     @property
     def lance_dir(self) -> Path:
@@ -384,8 +432,6 @@ def is_setting_variable(name: str) -> bool:
 
 def mask_url(url: str) -> str:
     """`scheme://user:secret@host` -> `scheme://user:***@host`."""
-    import re
-
     return re.sub(r"(//[^/:@]+:)[^@/]+@", r"\1***@", url)
 
 

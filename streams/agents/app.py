@@ -73,7 +73,7 @@ def _broker_credentials(settings: Settings) -> faust.types.auth.CredentialsT | N
 def make_app(role: str, settings: Settings) -> faust.App:
     (settings.data_dir / "faust" / role).mkdir(parents=True, exist_ok=True)
     app = faust.App(
-        group_id(role),
+        group_id(settings, role),
         broker=f"kafka://{settings.broker}",
         broker_credentials=_broker_credentials(settings),
         broker_client_id=client_id(role),

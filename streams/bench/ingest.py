@@ -573,13 +573,13 @@ def _stores(settings: Any) -> StoreState:
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink
 
-    mongo = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection)
+    mongo = MongoSink.of(settings)
     try:
         state = StoreState(mongo.count(), mongo.count(latest_only=True))
     finally:
         mongo.close()
     try:
-        lance = LanceTarget(settings.lance_dir)
+        lance = LanceTarget(settings.lance_dir, settings.lance_table)
         state.vectors, state.vectors_latest = lance.count(), lance.count(latest_only=True)
     except Exception:  # the table appears with the sink's first batch
         pass
@@ -648,9 +648,9 @@ def _correctness(settings: Any, superseded: set[str], latest: set[str]) -> dict[
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink
 
-    table = LanceTarget(settings.lance_dir).table.to_arrow()
+    table = LanceTarget(settings.lance_dir, settings.lance_table).table.to_arrow()
     flags = dict(zip(table.column("chunk_id").to_pylist(), table.column("is_latest_version").to_pylist(), strict=True))
-    mongo = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection)
+    mongo = MongoSink.of(settings)
     try:
         rows = {d["_id"]: d.get("is_latest_version") for d in mongo.collection.find({}, {"is_latest_version": 1})}
     finally:

@@ -73,13 +73,13 @@ def _lost(settings: Settings, expected: dict[str, dict[str, str]]) -> int:
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink
 
-    mongo = MongoSink(settings.mongo_url)
+    mongo = MongoSink.of(settings)
     try:
         rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
     finally:
         mongo.close()
     try:
-        vectors = set(LanceTarget(settings.lance_dir).ids())
+        vectors = set(LanceTarget(settings.lance_dir, settings.lance_table).ids())
     except Exception:
         vectors = set()
     return sum(

@@ -326,7 +326,7 @@ def _wait_stored(settings: Any, result: Any, timeout: float) -> float:
     from streams.sinks.mongo import MongoSink
 
     wanted = {r.chunk_id for r in result.records()}
-    sink = MongoSink(settings.mongo_url)
+    sink = MongoSink.of(settings)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

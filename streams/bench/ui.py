@@ -92,7 +92,7 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
             sample = max(sample_paths(), key=lambda p: p.stat().st_size if p.suffix != ".json" else 0)
             documents = {"sample": page_events(sample), f"{pages} pages": synthetic_document("long-report", pages)}
             progress("publishing and chunking", 1, 4)
-            sink = MongoSink(settings.mongo_url)
+            sink = MongoSink.of(settings)
             chunks: dict[str, int] = {}
             for label, events in documents.items():
                 publish_pages(settings, events)

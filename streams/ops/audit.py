@@ -416,7 +416,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
         if name == "mongo":
             from streams.sinks.mongo import MongoSink
 
-            stores.append(MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection))
+            stores.append(MongoSink.of(settings))
         elif name == "vectors":
             from streams.embedstore import embedder_for
             from streams.sinks.factory import vector_target

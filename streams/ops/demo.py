@@ -232,7 +232,7 @@ class _StoreCounts:
         from streams.sinks.mongo import MongoSink
 
         self.pipeline = pipeline
-        self.mongo = MongoSink(pipeline.settings.mongo_url)
+        self.mongo = MongoSink.of(pipeline.settings)
         self._last = 0.0
         self._got = {"mongo": (0, 0), "vectors": (0, 0)}
 
@@ -244,7 +244,7 @@ class _StoreCounts:
 
         self._got["mongo"] = (self.mongo.count(), self.mongo.count(latest_only=True))
         try:
-            lance = LanceTarget(self.pipeline.settings.lance_dir)
+            lance = LanceTarget(self.pipeline.settings.lance_dir, self.pipeline.settings.lance_table)
             self._got["vectors"] = (lance.count(), lance.count(latest_only=True))
         except Exception:  # the table appears with the first batch
             self._got["vectors"] = (0, 0)

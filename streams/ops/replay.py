@@ -55,7 +55,7 @@ def reset_offsets(
     """Commit the group's new positions; returns partition -> offset."""
     topic = settings.topics.documents
     consumer = Consumer(
-        {**client_config(settings), "group.id": group_id(f"chunker-{strategy}"), "enable.auto.commit": False}
+        {**client_config(settings), "group.id": group_id(settings, f"chunker-{strategy}"), "enable.auto.commit": False}
     )
     try:
         metadata = consumer.list_topics(topic, timeout=10).topics[topic]

@@ -16,7 +16,7 @@ def search(settings: Settings, question: str, k: int = 5, strategy: str | None =
     matches = vector_target(settings).query([float(x) for x in vector], k, strategy)
     if not matches:
         return []
-    store = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection, timeout_ms=3000)
+    store = MongoSink.of(settings, timeout_ms=3000)
     try:
         docs = {d["_id"]: d for d in store.by_ids([m.chunk_id for m in matches])}
     finally:

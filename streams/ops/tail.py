@@ -14,7 +14,7 @@ from typing import Any
 from confluent_kafka import Consumer, Message, TopicPartition
 
 from streams.codec.avro import AvroCodec, AvroDecodeError, is_avro
-from streams.runtime.clients import asked_again, client_config, fetch_config, reached_ends
+from streams.runtime.clients import asked_again, client_config, fetch_config, group_id, reached_ends
 from streams.settings import Settings
 
 
@@ -52,7 +52,7 @@ def reader(settings: Settings) -> Consumer:
     return Consumer(
         {
             **client_config(settings),
-            "group.id": f"streams-reader-{os.getpid()}-{time.monotonic_ns()}",
+            "group.id": group_id(settings, f"reader-{os.getpid()}-{time.monotonic_ns()}"),
             "enable.auto.commit": False,
             **fetch_config(settings),
         }

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streams.core.chunkers import STRATEGIES
-from streams.runtime.clients import client_config, dead_letter_limit
+from streams.runtime.clients import client_config, dead_letter_limit, group_id
 from streams.settings import Settings
 
 LONG = {"retention.ms": "-1"}
@@ -42,9 +42,11 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.dead_letter, p, {**LONG, "max.message.bytes": str(dead_letter_limit(settings))}),
     ]
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
-        specs.append(TopicSpec(f"streams-assembler-{table}-changelog", p, {**changelog, **big}))
+        specs.append(TopicSpec(f"{group_id(settings, 'assembler')}-{table}-changelog", p, {**changelog, **big}))
     for strategy in STRATEGIES:
-        specs.append(TopicSpec(f"streams-chunker-{strategy}-chunk-versions-changelog", p, {**changelog, **big}))
+        specs.append(
+            TopicSpec(f"{group_id(settings, f'chunker-{strategy}')}-chunk-versions-changelog", p, {**changelog, **big})
+        )
     return specs
 
 

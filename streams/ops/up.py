@@ -25,6 +25,7 @@ HEALTH_FILE = "health.json"
 
 def connection(settings: Settings) -> dict[str, str]:
     return {
+        "deployment": settings.deployment,
         "broker": settings.broker,
         "broker_kind": settings.broker_kind,
         "mongo_url": settings.mongo_url,
@@ -52,7 +53,10 @@ def console_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn", "jinja2", "multipart"))
 
 
-def run_up(settings: Settings, strategies: list[str], console: Console, as_json: bool, ui: bool = True) -> None:
+def run_up(
+    settings: Settings, strategies: list[str], console: Console, as_json: bool, ui: bool = True, external: bool = False
+) -> None:
+    """The whole service in the foreground; with `external`, on the broker and MongoDB the settings name."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -64,7 +68,13 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
     )
     up_file = settings.data_dir / UP_FILE
     pipeline = LocalPipeline(
-        settings, strategies, sinks=["mongo", "vectors"], supervise=True, on_event=lambda line: console.print(line)
+        settings,
+        strategies,
+        sinks=["mongo", "vectors"],
+        supervise=True,
+        on_event=lambda line: console.print(line),
+        own_broker=not external,
+        own_store=not external,
     )
     with pipeline:
         info = connection(pipeline.settings)
@@ -72,7 +82,8 @@ def run_up(settings: Settings, strategies: list[str], console: Console, as_json:
             info["ui"] = pipeline.start_ui()
         elif ui:
             console.print("console not started: its packages are missing (pip install -e '.[ui]')")
-        shared = {k: info[k] for k in ("broker", "broker_kind", "mongo_url", "mongo_database", "mongo_collection")}
+        names = ("deployment", "broker", "broker_kind", "mongo_url", "mongo_database", "mongo_collection")
+        shared = {k: info[k] for k in names}
         up_file.write_text(
             json.dumps(
                 {

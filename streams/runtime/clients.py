@@ -2,7 +2,7 @@
 
 Every process names itself `streams.<role>.p<pid>.<host>` as client id, so a group's members say which
 process on which host holds them (the group janitor, `streams.ops.groups`, reads them back). A role's
-consumer group is `streams-<role>`.
+consumer group is `streams-<role>`, under the deployment's prefix when one is set.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from streams.settings import ConfigError, Settings
+from streams.settings import ConfigError, Settings, deployed
 
 T = TypeVar("T")
 
@@ -126,9 +126,11 @@ def client_id(role: str, pid: int | None = None) -> str:
     return f"streams.{safe}.p{pid or os.getpid()}.{host_name()}"
 
 
-def group_id(role: str) -> str:
-    """Consumer group of a role: `streams-assembler`, `streams-chunker-window`, `streams-sink-mongo`, ..."""
-    return f"streams-{role}"
+def group_id(settings: Settings, role: str) -> str:
+    """Consumer group of a role: `streams-assembler`, `streams-chunker-window`, `streams-sink-mongo`, ...,
+    under the deployment's prefix (`staging.streams-assembler`). A worker's faust app id is its group, so its
+    changelog topics and transactional ids carry the prefix too."""
+    return deployed(settings.deployment, f"streams-{role}")
 
 
 #: What Kafka answers an offsets request with while the group coordinator moves or loads (right after a

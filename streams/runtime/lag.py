@@ -18,11 +18,11 @@ from streams.settings import Settings
 def known_groups(settings: Settings, strategies: list[str] | None = None) -> dict[str, list[str]]:
     """group -> topics it consumes, for every role this project runs."""
     t = settings.topics
-    groups = {group_id("assembler"): [t.pages]}
+    groups = {group_id(settings, "assembler"): [t.pages]}
     for strategy in strategies or list(STRATEGIES):
-        groups[group_id(f"chunker-{strategy}")] = [t.documents]
+        groups[group_id(settings, f"chunker-{strategy}")] = [t.documents]
     for sink in ("mongo", "vectors"):
-        groups[group_id(f"sink-{sink}")] = [t.chunks, t.status]
+        groups[group_id(settings, f"sink-{sink}")] = [t.chunks, t.status]
     return groups
 
 

@@ -21,7 +21,7 @@ def vector_target(settings: Settings) -> VectorTarget:
     if settings.vector_store == "lancedb":
         from streams.sinks.lance_target import LanceTarget
 
-        return LanceTarget(settings.lance_dir)
+        return LanceTarget(settings.lance_dir, settings.lance_table)
     raise ValueError(f"unknown vector store {settings.vector_store!r}: use lancedb or pinecone")
 
 
@@ -29,7 +29,7 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
     if kind == "mongo":
         from streams.sinks.mongo import MongoSink
 
-        sink = MongoSink(settings.mongo_url, settings.mongo_database, settings.mongo_collection)
+        sink = MongoSink.of(settings)
         sink.ensure_indexes()
         return sink
     if kind == "vectors":

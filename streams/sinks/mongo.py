@@ -16,6 +16,7 @@ from pymongo import ASCENDING, MongoClient, UpdateOne
 from pymongo.collection import Collection
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.settings import Settings
 from streams.sinks.base import RETIRED, STORED, is_table, section_type
 
 #: The longest one request may wait for the store's answer: a batch's bulk write takes well under a second.
@@ -52,6 +53,11 @@ class MongoSink:
             url, serverSelectionTimeoutMS=timeout_ms, socketTimeoutMS=SOCKET_TIMEOUT_MS, tz_aware=True
         )
         self.collection: Collection = self.client[database][collection]
+
+    @classmethod
+    def of(cls, settings: Settings, timeout_ms: int = 10_000) -> MongoSink:
+        """The chunk collection of this deployment (its database carries the deployment's prefix)."""
+        return cls(settings.mongo_url, settings.mongo_database, settings.mongo_collection, timeout_ms)
 
     def ensure_indexes(self) -> None:
         for keys in INDEXES:

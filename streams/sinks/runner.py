@@ -63,7 +63,7 @@ class SinkRunner:
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
         self._committed: dict[tuple[str, int], int] = {}  # what this process last committed, per partition
-        self.group = group_id(f"sink-{sink.name}")
+        self.group = group_id(settings, f"sink-{sink.name}")
         self.consumer = quiet_consumer(
             Consumer(
                 {

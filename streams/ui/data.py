@@ -139,9 +139,7 @@ class ConsoleData:
         if self._mongo is None:
             from streams.sinks.mongo import MongoSink
 
-            self._mongo = MongoSink(
-                self.settings.mongo_url, self.settings.mongo_database, self.settings.mongo_collection, timeout_ms=3000
-            )
+            self._mongo = MongoSink.of(self.settings, timeout_ms=3000)
         return self._mongo
 
     def strategies_of(self, doc_id: str) -> list[str]:

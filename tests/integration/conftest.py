@@ -42,17 +42,24 @@ def run_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         pipeline.stop()
 
 
+#: What the test process sets for its own services, which a user's terminal does not have.
+TEST_ONLY = ("STREAMS_BROKER", "STREAMS_STRATEGIES", "STREAMS_DEPLOYMENT")
+
+
+def user_env(data_dir: Path, **env: str) -> dict[str, str]:
+    """A user's terminal beside a `streams up` in `data_dir`: this environment less `TEST_ONLY`, plus `env`."""
+    return {**{k: v for k, v in os.environ.items() if k not in TEST_ONLY}, "STREAMS_DATA_DIR": str(data_dir), **env}
+
+
 def start_up(data_dir: Path, *args: str, stderr: int = subprocess.DEVNULL, **env: str) -> subprocess.Popen:
     """`streams up --json ARGS` as a user runs it in a terminal of its own (its own data directory and
-    process group, no STREAMS_BROKER of the test's): read its first line, then stop it with SIGINT."""
-    environment = {**os.environ, "STREAMS_DATA_DIR": str(data_dir), **env}
-    environment.pop("STREAMS_BROKER", None)
-    environment.pop("STREAMS_STRATEGIES", None)
+    process group, no STREAMS_BROKER or deployment of the test's; `env` adds the user's): read its first
+    line, then stop it with SIGINT."""
     return subprocess.Popen(
         [sys.executable, "-m", "streams", "up", "--json", *args],
         stdout=subprocess.PIPE,
         stderr=stderr,
         text=True,
-        env=environment,
+        env=user_env(data_dir, **env),
         start_new_session=True,
     )

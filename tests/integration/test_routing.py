@@ -20,7 +20,7 @@ from streams.ops.pipeline import Collector, sample_paths
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.cli import streams
-from tests.integration.conftest import start_up
+from tests.integration.conftest import start_up, user_env
 
 pytestmark = pytest.mark.integration
 
@@ -56,9 +56,7 @@ def until_clean(env: dict, timeout: float = 240) -> dict:
 
 def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seven(tmp_path: Path) -> None:
     up = start_up(tmp_path / "var", "--no-ui")
-    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
-    env.pop("STREAMS_BROKER", None)
-    env.pop("STREAMS_STRATEGIES", None)
+    env = user_env(tmp_path / "var")
     try:
         first = json.loads(up.stdout.readline())
         generic = tmp_path / "plain-notes.txt"
@@ -96,7 +94,7 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
         versions = {(r.doc_id, r.amendment_number) for r in result.records()}  # the RFP comes twice
         assert report["not_applicable"]["letter"] == len(versions) - 1  # all but the letter itself
 
-        mongo = MongoSink(first["mongo_url"])
+        mongo = MongoSink(first["mongo_url"], first["mongo_database"])
         try:
             for strategy in DEFAULT_DEMO:
                 rows = [r["_id"] for r in mongo.collection.find({"strategy": strategy}, {"_id": 1}).limit(3)]
@@ -128,9 +126,7 @@ def test_documents_published_without_a_type_reach_the_strategy_built_for_them(tm
     letter = ROUTING_FIXTURES / "northwind_2031_annual.txt"
     rfp = ROUTING_FIXTURES / "Draft_RFPfor_Engineering_Services.md"
     up = start_up(tmp_path / "var", "--no-ui", "-s", "letter", "-s", "section")
-    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
-    env.pop("STREAMS_BROKER", None)
-    env.pop("STREAMS_STRATEGIES", None)
+    env = user_env(tmp_path / "var")
     try:
         first = json.loads(up.stdout.readline())
         assert first["broker_kind"] == bus

@@ -14,7 +14,7 @@ import pytest
 
 from streams.ops.pipeline import sample_paths
 from tests.cli import streams
-from tests.integration.conftest import start_up
+from tests.integration.conftest import start_up, user_env
 
 pytestmark = pytest.mark.integration
 
@@ -25,11 +25,11 @@ def cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path, bus: str) -> None:
     up = start_up(tmp_path / "var", "-s", "window")
-    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var")}
-    env.pop("STREAMS_BROKER", None)
+    env = user_env(tmp_path / "var")
     try:
         first = json.loads(up.stdout.readline())
         assert set(first) == {
+            "deployment",
             "broker",
             "broker_kind",
             "mongo_url",
@@ -41,6 +41,7 @@ def test_up_then_publish_lag_and_search_without_flags(tmp_path: Path, bus: str) 
         assert first["broker_kind"] == bus  # STREAMS_BROKER_KIND, set by the bus fixture
         assert first["ui"].startswith("http://127.0.0.1:")
         assert first["mongo_database"] == "streams" and first["mongo_collection"] == "chunks"
+        assert first["deployment"] == ""  # none: the names as documented
         notes = next(p for p in sample_paths() if p.name == "field_notes.json")
         published = cli("publish", str(notes), env=env)
         assert published.returncode == 0, published.stderr
