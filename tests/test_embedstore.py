@@ -50,10 +50,10 @@ def test_a_vector_does_not_depend_on_what_it_is_embedded_with() -> None:
         assert embedder.encode([sentence])[0].tobytes() == mixed[row].tobytes(), sentence
 
 
-def test_keys_of_another_model_or_backend_are_not_shared(tmp_path: Path) -> None:
+def test_keys_of_another_model_or_backend_are_not_shared(tmp_path: Path, onnx_dir: Path) -> None:
     store = SqliteEmbeddingStore(tmp_path / "e.sqlite")
-    torch_embedder = Embedder(store=store)
-    int8 = Embedder(store=store, backend=Backend("onnx-int8", tmp_path))
+    torch_embedder = Embedder(store=store, backend=Backend("torch"))
+    int8 = Embedder(store=store, backend=Backend("onnx-int8", onnx_dir))
     assert torch_embedder.model_key != int8.model_key
     store.save(torch_embedder.model_key, {embedding_key("x"): np.ones(4, dtype=np.float32)})
     assert store.load(int8.model_key, [embedding_key("x")]) == {}

@@ -89,15 +89,16 @@ def test_idle_consumer_stops_fetching_and_loses_nothing(service) -> None:
         burst(7)
         drain(0.7)
     burst(1)
-    sent_at = time.monotonic()
-    while len(received) < len(sent) and time.monotonic() - sent_at < 5:
+    sent_at, probes_at = time.monotonic(), quiet.probes
+    while len(received) < len(sent) and time.monotonic() - sent_at < 30:  # generous: the outcome is asserted
         received.extend(m.value() for m in quiet.consume(100, 0.1) if not m.error())
-    waited = time.monotonic() - sent_at
+    probes_waited = quiet.probes - probes_at
     raw.close()
     # librdkafka alone sent thousands of empty fetches a second here; a probe now and then resumes fetching
     assert idle_fetches <= 3 * 3 * 2 / quiet.probe_max_s, idle_fetches
     assert sorted(received) == sorted(sent), (set(sent) - set(received), len(received) - len(set(received)))
-    assert waited < quiet.probe_max_s + 0.5
+    # picked up by the first probe after it was sent (one more may have been in flight): counted, not timed
+    assert probes_waited <= 2, probes_waited
 
 
 def test_a_subscribed_consumer_is_assigned_and_reads_while_pausing(service) -> None:

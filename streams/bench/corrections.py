@@ -94,6 +94,7 @@ def run_churn(
     progress: Progress,
     seed: int = 23,
     settle_s: float = 90.0,
+    min_churns: int = 4,
 ) -> dict[str, Any]:
     """One churn run (see the module's docstring) on its own broker and data directory."""
     from streams.bench.pipeline import synthetic_documents
@@ -128,7 +129,7 @@ def run_churn(
             publisher.start()
             churns = 0
             roles = (f"chunker:{STRATEGY}", "assembler")
-            while not published.is_set():
+            while not published.is_set() or churns < min_churns:  # as many on a fast machine as on a slow one
                 role = roles[churns % 2]
                 churns += 1
                 progress(f"{name}: rebalance {churns}", churns, len(batches) // 20 + 1)

@@ -23,7 +23,7 @@ from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import DeliveryReports, client_config, end_offsets, fetch_config, producer
+from streams.runtime.clients import DeliveryReports, client_config, end_offsets, fetch_config, group_id, producer
 from streams.runtime.watchdog import EX_STALLED
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
@@ -131,7 +131,7 @@ class Collector:
             Consumer(
                 {
                     **client_config(settings),
-                    "group.id": f"streams-collector-{os.getpid()}-{time.monotonic_ns()}",
+                    "group.id": group_id(settings, f"collector-{os.getpid()}-{time.monotonic_ns()}"),
                     "enable.auto.commit": False,
                     "auto.offset.reset": "earliest",
                     **fetch_config(settings),
@@ -300,8 +300,10 @@ class LocalPipeline:
         supervise: bool = False,
         on_event: Callable[[str], None] | None = None,
         worker_env: Mapping[str, str] | None = None,
+        crash_loop: tuple[int, float] = CRASH_LOOP,
     ) -> None:
         self.settings = settings
+        self.crash_loop = crash_loop  # (crashes, seconds): a role crashing this often is left failed
         self.worker_env = dict(worker_env or {})  # added to every worker's environment (a bench's own switches)
         self.strategies = strategies
         self.own_broker = own_broker
@@ -334,12 +336,12 @@ class LocalPipeline:
             service.launch()
         for service in services:
             service.ready()
+        update: dict[str, object] = {}
         if self.broker is not None:
-            kind = getattr(self.broker, "kind", "noida")
-            update: dict[str, object] = {"broker": self.broker.address, "broker_kind": kind}
-            if kind == "noida":  # see streams.ops.topics: compaction can stall faust's recovery there
-                update["changelog_cleanup"] = "delete"
-            self.settings = self.settings.model_copy(update=update)
+            update = {"broker": self.broker.address, "broker_kind": getattr(self.broker, "kind", "noida")}
+        if update.get("broker_kind", self.settings.broker_kind) == "noida":
+            update["changelog_cleanup"] = "delete"  # see streams.ops.topics: compaction can stall faust's recovery
+        self.settings = self.settings.model_copy(update=update)
         if self.store is not None:
             self.settings = self.settings.model_copy(update={"mongo_url": f"mongodb://{self.store.address}"})
         self.on_stage("creating topics")
@@ -449,8 +451,8 @@ class LocalPipeline:
             if health.state != "running" or proc.poll() is None:
                 continue
             health.last_exit = f"{exit_reason(proc.returncode)}: {self.log_tail(role)}".rstrip(": ")
-            health.crashes = [t for t in health.crashes if now - t < CRASH_LOOP[1]] + [now]
-            if proc.returncode == EX_CONFIG or len(health.crashes) >= CRASH_LOOP[0]:
+            health.crashes = [t for t in health.crashes if now - t < self.crash_loop[1]] + [now]
+            if proc.returncode == EX_CONFIG or len(health.crashes) >= self.crash_loop[0]:
                 health.state = "failed"
                 why = "a bad setting" if proc.returncode == EX_CONFIG else f"{len(health.crashes)} crashes"
                 self.on_event(f"{role} failed ({why}), not restarted; last exit {health.last_exit}")

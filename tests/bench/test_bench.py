@@ -237,10 +237,9 @@ def test_chunk_bench_compares_semantic_with_chonkie_semantic(corpus_dir: Path) -
 
 @pytest.mark.bench
 @needs_model
-def test_embedding_bench_forward_pass_per_backend(tmp_path: Path, monkeypatch) -> None:
+def test_embedding_bench_forward_pass_per_backend() -> None:
     from streams.bench.embedding import run_embedding_bench
 
-    monkeypatch.setenv("STREAMS_EMBED_EXPORT_DIR", str(tmp_path / "onnx"))
     report = run_embedding_bench(docs=2, backends=["torch", "onnx"], pipeline=False)
     torch, onnx = report["forward_pass"]["torch"], report["forward_pass"]["onnx"]
     assert report["sentences"] > 10 and torch["cpu_ms_per_page"] > 0 and onnx["cpu_ms_per_page"] > 0

@@ -28,6 +28,9 @@ from tests.debian import ensure
 ADMIN_PASSWORD = "admin-Pw-4417"
 PASSWORD = "alice-Pw-9023"
 
+# Apache Kafka of its own (started here): in the Kafka pass alone
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_only]
+
 
 def openssl(*args: str, cwd: Path) -> None:
     done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True, timeout=60)
@@ -152,7 +155,7 @@ def test_the_pipeline_and_every_client_run_over_sasl_ssl(secure: Secure, tmp_pat
         chunks = len(collector.wait([("secure-1", 0)], ["window"], timeout=180).records())
         collector.close()
         assert chunks > 0
-        mongo = MongoSink(settings.mongo_url)
+        mongo = MongoSink.of(settings)
         deadline = time.monotonic() + 120
         while mongo.count(doc_id="secure-1") < chunks:
             assert time.monotonic() < deadline, "the MongoDB sink did not store the chunks over SASL_SSL"

@@ -96,9 +96,8 @@ def assert_chunked_once(result: Collected, expected: dict[str, str]) -> None:
     assert result.duplicates == 0
 
 
+@pytest.mark.kafka_only  # noida-db has no per-topic max.message.bytes to refuse one topic's writes
 def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp_path, bus: str) -> None:
-    if bus != "kafka":
-        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
     pages, expected = held_document()
     # The gate of at-least-once, whatever the environment asks for: exactly-once has a test of its own below.
     settings = pipeline_settings(tmp_path, assembly_timeout_s=120.0, processing_guarantee="at_least_once")
@@ -232,6 +231,7 @@ def edge_page(limit: int) -> tuple[PageEvent, bytes]:
     return page, raw
 
 
+@pytest.mark.kafka_only  # noida-db holds every topic to one limit: a page it takes makes a document within it
 def test_a_document_whose_record_is_over_the_topic_limit_is_dead_lettered_and_the_rest_flows(
     tmp_path, bus: str
 ) -> None:
@@ -240,8 +240,6 @@ def test_a_document_whose_record_is_over_the_topic_limit_is_dead_lettered_and_th
     header. Sent, the broker refuses it on every retry, and the worker never gets past it. So it is
     dead-lettered with its page's bytes (a dead letter may pass the record limit), and the next document is
     chunked."""
-    if bus != "kafka":
-        pytest.skip("noida-db holds every topic to one limit: a page it takes makes a document within it")
     limit = 30_000
     _, raw = edge_page(limit)
     after = make_pages("after-doc", ["harbour ledger " * 40 + ".", "granite lantern " * 40 + "."])
@@ -291,6 +289,7 @@ def test_a_page_the_broker_refuses_fails_the_publish_in_one_line(tmp_path, bus: 
         Collector(settings).close()
 
 
+@pytest.mark.kafka_only  # noida-db has no per-topic max.message.bytes to refuse one topic's writes
 def test_a_sink_commits_past_no_record_whose_dead_letter_or_indexed_event_the_broker_refused(
     tmp_path, bus: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -313,8 +312,6 @@ def test_a_sink_commits_past_no_record_whose_dead_letter_or_indexed_event_the_br
     from streams.sinks.vectors import VectorSink
     from tests.conftest import HashEmbedder
 
-    if bus != "kafka":
-        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
     caplog.set_level(logging.WARNING, logger="streams.sinks")
     garbage = b"\x00 not an avro chunk record " * 200
     doc = assemble(make_pages("sunk-doc", ["harbour ledger " * 40 + ".", "granite lantern " * 40 + "."]))
@@ -401,14 +398,13 @@ def test_a_sink_commits_past_no_record_whose_dead_letter_or_indexed_event_the_br
             reader.close()
 
 
+@pytest.mark.kafka_only  # noida-db has no per-topic max.message.bytes to refuse one topic's writes
 def test_a_repair_record_the_broker_refuses_fails_the_repair_in_one_line(tmp_path, bus: str) -> None:
     """`streams audit --repair` re-chunks a version no chunker took and publishes its chunks; one the broker
     refused (a chunk topic whose limit was lowered by hand) must fail the repair, not count as repaired."""
     from streams.ops.embedded import broker, document_store
     from streams.ops.topics import ensure_topics
 
-    if bus != "kafka":
-        pytest.skip("noida-db has no per-topic max.message.bytes to refuse one topic's writes")
     with broker(tmp_path) as service, document_store(tmp_path) as store:
         settings = Settings(
             broker=service.address, mongo_url=f"mongodb://{store.address}", data_dir=tmp_path, partitions=1
@@ -418,6 +414,7 @@ def test_a_repair_record_the_broker_refuses_fails_the_repair_in_one_line(tmp_pat
         max_message_bytes(settings.broker, settings.topics.chunks, "400")  # below any chunk record
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("STREAMS_") or k == "STREAMS_BROKER_KIND"},
+            "STREAMS_DEPLOYMENT": settings.deployment,
             "STREAMS_BROKER": settings.broker,
             "STREAMS_MONGO_URL": settings.mongo_url,
             "STREAMS_DATA_DIR": str(tmp_path),
