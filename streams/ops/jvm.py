@@ -4,6 +4,7 @@ from Maven Central once per machine into a cache outside the repository."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import re
 import shutil
@@ -27,6 +28,12 @@ def java_binary(what: str) -> str:
     home = os.environ.get("JAVA_HOME")
     candidate = Path(home) / "bin" / "java" if home else None
     java = str(candidate) if candidate and candidate.exists() else shutil.which("java")
+    return _checked_java(what, java)
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_java(what: str, java: str | None) -> str:
+    """The version check, once per binary and process: `java -version` is a JVM start of its own."""
     if not java:
         raise ServiceError(
             f"{what} needs Java {JAVA_MIN} or newer and `java` is not on PATH "

@@ -101,6 +101,8 @@ class KafkaBroker(EmbeddedProcess):
     client: dict[str, object] = field(default_factory=dict)
     format_args: list[str] = field(default_factory=list)
     heap: str = "512m"
+    #: Killed rather than shut down when stopped: for a broker whose data nobody reads again (a test's)
+    throwaway: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -155,27 +157,7 @@ class KafkaBroker(EmbeddedProcess):
         log4j.write_text(LOG4J2)
         classpath = f"{libs}/*"
         if not (self.log_dir / "meta.properties").exists():
-            formatted = subprocess.run(
-                [
-                    java,
-                    "-cp",
-                    classpath,
-                    f"-Dlog4j2.configurationFile={log4j}",
-                    "kafka.tools.StorageTool",
-                    "format",
-                    "-t",
-                    cluster_id(),
-                    "-c",
-                    str(config),
-                    *self.format_args,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            if formatted.returncode != 0:
-                tail = " ".join((formatted.stdout + formatted.stderr).split())[-300:]
-                raise ServiceError(f"could not format Kafka storage in {self.log_dir}: {tail}")
+            self._format(java, classpath, config, log4j)
         self.args = [
             java,
             f"-Xms{self.heap}",
@@ -192,6 +174,43 @@ class KafkaBroker(EmbeddedProcess):
             str(config),
         ]
         super().launch()
+
+    def _format(self, java: str, classpath: str, config: Path, log4j: Path) -> None:
+        """Format the log directory. A plain node's formatted storage does not depend on its ports or its
+        path, so it is formatted once per machine (a JVM start of its own, seconds) and copied for every
+        later node; a node with format arguments (SCRAM users) is formatted for itself."""
+        template = cache_dir(f"kafka-{KAFKA_VERSION}") / "formatted"
+        if not self.format_args and (template / "meta.properties").exists():
+            shutil.copytree(template, self.log_dir, dirs_exist_ok=True)
+            return
+        formatted = subprocess.run(
+            [
+                java,
+                "-cp",
+                classpath,
+                f"-Dlog4j2.configurationFile={log4j}",
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                cluster_id(),
+                "-c",
+                str(config),
+                *self.format_args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if formatted.returncode != 0:
+            tail = " ".join((formatted.stdout + formatted.stderr).split())[-300:]
+            raise ServiceError(f"could not format Kafka storage in {self.log_dir}: {tail}")
+        if not self.format_args and not (template / "meta.properties").exists():
+            staged = template.with_name(f"formatted.{uuid.uuid4().hex}")
+            shutil.copytree(self.log_dir, staged)
+            try:
+                staged.rename(template)  # atomic: a process that lost the race keeps its own copy
+            except OSError:
+                shutil.rmtree(staged, ignore_errors=True)
 
     def ready(self, timeout: float = 120.0) -> KafkaBroker:
         """Listening is not enough: ready once a metadata request names this broker."""
@@ -218,7 +237,11 @@ class KafkaBroker(EmbeddedProcess):
         return " ".join(text.split())[-400:]
 
     def stop(self, timeout: float = 30.0) -> None:
-        """A controlled shutdown takes Kafka a few seconds; SIGKILL only after `timeout`."""
+        """A controlled shutdown takes Kafka a few seconds; SIGKILL only after `timeout` (or at once for a
+        `throwaway` node)."""
+        if self.throwaway:
+            self.kill()
+            return
         super().stop(timeout)
 
 
