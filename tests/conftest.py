@@ -22,6 +22,7 @@ import pytest
 
 from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
+from streams.ops.processes import EmbeddedProcess
 from tests.debian import ensure
 
 pytest_plugins = ["tests.interrupt"]  # SIGTERM tears fixtures down, as Ctrl-C does
@@ -32,6 +33,15 @@ SHARED = REPO.parent / "shared"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from today's output")
+
+
+@pytest.fixture(scope="session")
+def onnx_dir() -> Path:
+    """Where this run's ONNX graphs are exported: the service's own default (`Settings.onnx_dir`), which the
+    workers read too, so a run exports each graph once however many tests and workers load it."""
+    from streams.settings import Settings
+
+    return Settings(embed_export_dir=os.environ.get("STREAMS_EMBED_EXPORT_DIR") or None).onnx_dir
 
 
 @pytest.fixture
@@ -130,7 +140,6 @@ def bus(request: pytest.FixtureRequest) -> Iterator[str]:
     """The broker this test's services use: every broker a test starts (`streams.ops.embedded.broker`, a
     `LocalPipeline`, a `streams up` subprocess through STREAMS_BROKER_KIND) is of this kind."""
     from streams.ops.embedded import FACTORY_OVERRIDES
-    from streams.ops.kafka import kafka_broker
 
     kind = getattr(request, "param", "noida")
     if kind == "kafka" and (missing := ensure(KAFKA_NEEDS)):
@@ -138,9 +147,172 @@ def bus(request: pytest.FixtureRequest) -> Iterator[str]:
     patch = pytest.MonkeyPatch()
     patch.setenv("STREAMS_BROKER_KIND", kind)
     if kind == "kafka":
-        patch.setitem(FACTORY_OVERRIDES, "broker", kafka_broker)
+        patch.setitem(FACTORY_OVERRIDES, "broker", throwaway_kafka)
     yield kind
     patch.undo()
+
+
+def throwaway_kafka(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
+    """Apache Kafka for one test: killed when stopped (nothing reads its data again), which spares the
+    seconds of a controlled shutdown; a test that restarts it sets `throwaway = False` first."""
+    from streams.ops.kafka import kafka_broker
+
+    node = kafka_broker(data_dir, port)
+    node.throwaway = True
+    return node
+
+
+class Lent:
+    """A broker or document store started once per broker pass and lent to one test at a time: starting it
+    is a no-op and stopping it gives it back, while the test's topics, groups and databases live under its
+    own deployment prefix (`STREAMS_DEPLOYMENT`), as two deployments share one cluster in production."""
+
+    def __init__(self, service: EmbeddedProcess) -> None:
+        self.service = service
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.service, name)
+
+    def launch(self) -> None:
+        pass
+
+    def ready(self, timeout: float = 0.0) -> Lent:
+        return self
+
+    def start(self, timeout: float = 0.0) -> Lent:
+        return self
+
+    def stop(self, timeout: float = 0.0) -> None:
+        pass
+
+    def kill(self) -> None:
+        raise AssertionError("a test that kills its services needs its own: mark it `own_services`")
+
+    def __enter__(self) -> Lent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class Pool:
+    """The services of one broker pass, each started on first loan and again if a test left it dead."""
+
+    def __init__(self, root: Path, kind: str) -> None:
+        self.root, self.kind = root, kind
+        self.services: dict[str, EmbeddedProcess] = {}
+
+    def factory(self, name: str):
+        """The project's own factory of a service of this pass's kind (not the lending stand-in)."""
+        from streams.ops.embedded import noida_broker, secantus_store
+
+        if name == "document_store":
+            return secantus_store
+        return throwaway_kafka if self.kind == "kafka" else noida_broker
+
+    def lend(self, name: str) -> Lent:
+        service = self.services.get(name)
+        if service is None or not service.alive():
+            if service is not None:
+                service.kill()
+            service = self.factory(name)(self.root / f"{name}-{len(self.services)}").start()
+            self.services[name] = service
+        return Lent(service)
+
+    def close(self) -> None:
+        for service in self.services.values():
+            service.kill()  # throwaway: nothing in it outlives the run
+
+
+@pytest.fixture(scope="session")
+def pool(bus: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
+    """One broker (of this pass's kind) and one document store, shared by the tests that start neither
+    themselves nor at module scope."""
+    shared = Pool(tmp_path_factory.mktemp(f"pool-{bus}"), bus)
+    yield shared
+    shared.close()
+
+
+#: Fixtures of a wider scope that a lending test may use: none of them starts a broker or a store.
+LENDING_SAFE = {"bus", "onnx_dir", "pool", "tmp_path_factory", "monkeypatch", "worker_id"}
+DEPLOYMENTS = iter(range(1, 1_000_000))
+
+
+def lends(item: pytest.Item) -> bool:
+    """Whether a test borrows the pool: a bus-suite test that starts its services per test, not one that
+    kills or reconfigures them (`own_services`) or reuses a module's or session's (those start their own)."""
+    folder = Path(str(item.fspath)).parent.name
+    if folder not in BOTH_BUSES or not item.get_closest_marker("integration"):
+        return False
+    if item.get_closest_marker("own_services"):
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    for name in info.names_closure if info else ():
+        defs = info.name2fixturedefs.get(name) or ()
+        if defs and defs[-1].scope != "function" and name not in LENDING_SAFE and defs[-1].baseid.startswith("tests"):
+            return False
+    return True
+
+
+@pytest.fixture(autouse=True)
+def lent_services(request: pytest.FixtureRequest, bus: str) -> Iterator[str | None]:
+    """For a lending test (`lends`): the pool's broker and store stand in for the ones its pipelines start,
+    under a deployment prefix of its own; at the end its topics and databases are deleted."""
+    from streams.ops.embedded import FACTORY_OVERRIDES
+
+    if not lends(request.node):
+        yield None
+        return
+    pool: Pool = request.getfixturevalue("pool")
+    deployment = f"t{next(DEPLOYMENTS)}"
+    patch = pytest.MonkeyPatch()
+    patch.setenv("STREAMS_DEPLOYMENT", deployment)
+    own = {name: FACTORY_OVERRIDES.get(name) for name in ("broker", "document_store")}
+    borrowed: set[str] = set()
+
+    def lender(name: str):
+        def make(data_dir: Path, port: int | None = None) -> object:
+            if port is not None:  # a fixed port: a service of its own, as before
+                return (own[name] or pool.factory(name))(data_dir, port)
+            borrowed.add(name)
+            return pool.lend(name)
+
+        return make
+
+    for name in own:
+        patch.setitem(FACTORY_OVERRIDES, name, lender(name))
+    try:
+        yield deployment
+    finally:
+        patch.undo()
+        give_back(pool, deployment, borrowed)
+
+
+def give_back(pool: Pool, deployment: str, borrowed: set[str]) -> None:
+    """Delete what a test made on the pool's services, so that the next test's broker stays small."""
+    if "broker" in borrowed and (service := pool.services.get("broker")) is not None and service.alive():
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": service.address})
+        try:
+            mine = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{deployment}.")]
+            if mine:
+                for future in admin.delete_topics(mine, operation_timeout=30).values():
+                    future.result(30)
+        except Exception as exc:  # a broker that cannot delete is still lent; the next test has its own names
+            print(f"pool: topics of {deployment} not deleted: {exc}")
+    if "document_store" in borrowed and (store := pool.services.get("document_store")) is not None and store.alive():
+        from pymongo import MongoClient
+
+        client = MongoClient(f"mongodb://{store.address}", serverSelectionTimeoutMS=5000)
+        try:
+            for name in client.list_database_names():
+                if name.startswith(f"{deployment}-"):
+                    client.drop_database(name)
+        except Exception as exc:
+            print(f"pool: databases of {deployment} not dropped: {exc}")
+        finally:
+            client.close()
 
 
 class HashEmbedder(Embedder):

@@ -55,6 +55,11 @@ def broker(data_dir: Path, port: int | None = None, kind: str | None = None) -> 
         return kafka_broker(data_dir, port)
     if kind not in (None, "noida"):
         raise ServiceError(f"unknown broker kind {kind!r}: choose one of {', '.join(BROKER_KINDS)}")
+    return noida_broker(data_dir, port)
+
+
+def noida_broker(data_dir: Path, port: int | None = None) -> EmbeddedBroker:
+    """noida-db on its own port and data directory, whatever FACTORY_OVERRIDES says."""
     port = port or free_port()
     args = [
         installed_binary("noida-db"),
@@ -75,6 +80,11 @@ def document_store(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
     """SecantusDB (MongoDB wire protocol, GPL-2.0, run as a separate process) on its own port and data dir."""
     if override := FACTORY_OVERRIDES.get("document_store"):
         return override(data_dir, port)
+    return secantus_store(data_dir, port)
+
+
+def secantus_store(data_dir: Path, port: int | None = None) -> EmbeddedProcess:
+    """SecantusDB on its own port and data directory, whatever FACTORY_OVERRIDES says."""
     port = port or free_port()
     storage = data_dir / "secantus"
     storage.mkdir(parents=True, exist_ok=True)
@@ -99,5 +109,7 @@ __all__ = [
     "broker",
     "document_store",
     "free_port",
+    "noida_broker",
+    "secantus_store",
     "wait_for_port",
 ]

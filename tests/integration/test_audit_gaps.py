@@ -55,6 +55,7 @@ def stack_env(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMS_") or k == "STREAMS_BROKER_KIND"}
     return {
         **env,
+        "STREAMS_DEPLOYMENT": settings.deployment,
         "STREAMS_BROKER": settings.broker,
         "STREAMS_MONGO_URL": settings.mongo_url,
         "STREAMS_DATA_DIR": str(settings.data_dir),
@@ -80,7 +81,7 @@ def test_audit_names_each_gap_kind_and_repairs_only_what_it_can(stack: Stack) ->
     stray = assemble(whole)
     chunker = strategy_chunker("window", chunk_size_words=120, chunk_overlap_words=0)
     strays = build_records(stray, chunker, chunker.chunk(stray))
-    mongo = MongoSink(settings.mongo_url)
+    mongo = MongoSink.of(settings)
     try:
         mongo.write_chunks(strays)
     finally:

@@ -38,7 +38,7 @@ def test_tombstone_retires_all_chunks(tmp_path) -> None:
     stop = threading.Event()
     try:
         with LocalPipeline(settings, ["window"]) as pipeline:
-            sink = MongoSink(pipeline.settings.mongo_url)
+            sink = MongoSink.of(pipeline.settings)
             runner = SinkRunner(pipeline.settings, sink)
             thread = threading.Thread(target=runner.run, args=(stop,), daemon=True)
             thread.start()

@@ -84,7 +84,7 @@ def wanted_events(expected: dict) -> set[tuple]:
 
 
 def store_state(settings: Settings) -> tuple[dict, dict]:
-    mongo = MongoSink(settings.mongo_url)
+    mongo = MongoSink.of(settings)
     try:
         rows = {
             d["_id"]: (d["checksum"], d["is_latest_version"])
@@ -92,7 +92,7 @@ def store_state(settings: Settings) -> tuple[dict, dict]:
         }
     finally:
         mongo.close()
-    target = LanceTarget(settings.lance_dir)
+    target = LanceTarget(settings.lance_dir, settings.lance_table)
     ids = target.ids()
     assert len(ids) == len(set(ids)), "a vector stored twice"
     return rows, target.flags(ids)
@@ -184,14 +184,14 @@ def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_da
         assert refused["dead_letters"] and refused["dead_letters"][0]["stage"] == "assembly"
 
         # Damage by hand: rows deleted, vectors deleted, a flag flipped.
-        mongo = MongoSink(settings.mongo_url)
+        mongo = MongoSink.of(settings)
         lost_rows = [r.chunk_id for r in expected[(docs[0][0].doc_id, 0, "window")]]
         mongo.collection.delete_many({"_id": {"$in": lost_rows}})
         flipped = expected[(docs[1][0].doc_id, 0, "section")][0].chunk_id
         mongo.set_latest([flipped], False)
         mongo.close()
         lost_vectors = [r.chunk_id for r in expected[(docs[2][0].doc_id, 0, "section")]]
-        LanceTarget(settings.lance_dir).delete(lost_vectors)
+        LanceTarget(settings.lance_dir, settings.lance_table).delete(lost_vectors)
         # An indexed event gone as a broker that loses acknowledged writes loses it (a tombstone reads the same).
         [unreported] = [e for e in events if (e.doc_id, e.strategy, e.store) == (docs[3][0].doc_id, "window", "mongo")]
         tombstone = Producer(client_config(settings))

@@ -33,7 +33,7 @@ class Sinks:
     """Both sinks in this process (their own consumer groups), so the test can read their counters."""
 
     def __init__(self, settings, embedder) -> None:
-        self.mongo = MongoSink(settings.mongo_url)
+        self.mongo = MongoSink.of(settings)
         self.mongo.ensure_indexes()
         self.lance = LanceTarget(settings.data_dir / "lance")
         self.vectors = VectorSink(self.lance, settings.data_dir / "vector-state.sqlite", embedder=embedder)

@@ -50,12 +50,12 @@ def expected_chunks(docs: list[list[PageEvent]], strategy: str = "window") -> di
     return expected
 
 
-def stored_chunks(mongo_url: str, want: int, timeout: float) -> tuple[dict[str, str], int]:
+def stored_chunks(settings: Settings, want: int, timeout: float) -> tuple[dict[str, str], int]:
     """chunk_id -> checksum in MongoDB once it holds `want` chunks (or at the timeout), and the raw row count.
 
     The row count is read separately from the id map so a duplicate row (same id twice) would show.
     """
-    sink = MongoSink(mongo_url)
+    sink = MongoSink.of(settings)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and sink.count() < want:
@@ -76,7 +76,7 @@ def stored_counts(settings: Settings, mongo: MongoSink) -> tuple[int, int]:
     from streams.sinks.lance_target import LanceTarget
 
     try:
-        vectors = LanceTarget(settings.lance_dir).count()
+        vectors = LanceTarget(settings.lance_dir, settings.lance_table).count()
     except Exception:
         vectors = 0
     return mongo.count(), vectors
@@ -91,9 +91,9 @@ def force_gap(settings: Settings, chunk_ids: dict[str, list[str]], strategy: str
 
     ledger = read_ledger(settings)
     version = lineage(settings, strategy)
-    target = LanceTarget(settings.lance_dir)
+    target = LanceTarget(settings.lance_dir, settings.lance_table)
     vectors = set(target.ids())
-    mongo = MongoSink(settings.mongo_url)
+    mongo = MongoSink.of(settings)
     try:
         for doc_id, ids in sorted(chunk_ids.items()):
             manifest = ledger.manifest(doc_id, 0, strategy, version)

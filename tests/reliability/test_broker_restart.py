@@ -45,7 +45,8 @@ from streams.sinks.mongo import MongoSink
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
 
-pytestmark = pytest.mark.integration
+# it kills or freezes its broker or store: services of its own
+pytestmark = [pytest.mark.integration, pytest.mark.own_services]
 
 DOWN_S = 3.0
 
@@ -70,6 +71,7 @@ def restart_pipeline(tmp_path: Path) -> Iterator[LocalPipeline]:
     try:
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
             assert pipeline.broker is not None
+            pipeline.broker.throwaway = False  # a restart is a controlled shutdown here, not a kill
             yield pipeline
     finally:
         store.stop()
@@ -88,7 +90,7 @@ def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -
     with restart_pipeline(tmp_path) as pipeline:
         live = pipeline.settings
         publish_pages(live, [p for d in before for p in d])
-        stored, _ = stored_chunks(live.mongo_url, len(expected_before), timeout=60)
+        stored, _ = stored_chunks(live, len(expected_before), timeout=60)
         assert stored == expected_before
         wait_committed(live, timeout=30)  # chunker and sink done with the first batch: nothing in flight
 
@@ -102,7 +104,7 @@ def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -
         result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, settle=2.0)
         recovered_s = time.monotonic() - restarted_at
         collector.close()
-        stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+        stored, rows = stored_chunks(live, len(expected), timeout=60)
         pipeline.check_workers()
     report_and_check("between batches", before, after, expected, result, stored, rows, recovered_s)
 
@@ -176,7 +178,7 @@ def test_broker_restart_mid_run_is_found_by_the_audit_and_repaired(tmp_path, bus
             assert collector.result.chunks, "no chunk before the restart"
 
             pipeline.broker.stop()  # SIGTERM, until its processes are gone; the janitor stops with it
-            mongo = MongoSink(live.mongo_url)
+            mongo = MongoSink.of(live)
             try:
                 rows, vectors = stored_counts(live, mongo)  # the broker gone: at least what was stored when it went
                 assert rows + vectors < 2 * len(expected_before), (rows, vectors, len(expected_before))
@@ -189,11 +191,11 @@ def test_broker_restart_mid_run_is_found_by_the_audit_and_repaired(tmp_path, bus
                 forced = force_gap(live, chunk_ids_by_document(before + after))
                 lost = audit_names_the_gaps_and_repair_closes_them(pipeline, forced, len(before + after))
                 repaired_s = time.monotonic() - restarted_at
-                stored, row_count = stored_chunks(live.mongo_url, len(expected), timeout=60)
+                stored, row_count = stored_chunks(live, len(expected), timeout=60)
                 latest = mongo.count(latest_only=True)
             finally:
                 mongo.close()
-            target = LanceTarget(live.lance_dir)
+            target = LanceTarget(live.lance_dir, live.lance_table)
             vector_ids = target.ids()
             flags = target.flags(vector_ids)
             on_topic = {r.chunk_id: r.checksum for r in _topic_chunks(pipeline)}

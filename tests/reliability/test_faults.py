@@ -182,7 +182,7 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
             live = pipeline.settings
             collector = Collector(live, watch_documents=True)
-            mongo = MongoSink(live.mongo_url)
+            mongo = MongoSink.of(live)
             written = Written(live)
             waves = [docs[n : n + WAVE] for n in range(0, len(docs), WAVE)]
             began = time.monotonic()

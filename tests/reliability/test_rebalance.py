@@ -73,7 +73,7 @@ def test_rebalance_with_half_assembled_documents_assembles_each_once(tmp_path, g
             collector = Collector(live)
             result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=90, settle=2.0)
             collector.close()
-            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+            stored, rows = stored_chunks(live, len(expected), timeout=60)
             survivor = wait_split(live, 1, timeout=30)
             pipeline.check_workers()
     finally:

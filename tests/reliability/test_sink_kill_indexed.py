@@ -23,7 +23,8 @@ from streams.sinks.mongo import MongoSink
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.test_faults import documents
 
-pytestmark = pytest.mark.integration
+# it kills or freezes its broker or store: services of its own
+pytestmark = [pytest.mark.integration, pytest.mark.own_services]
 
 
 def test_a_killed_sink_never_reports_an_incomplete_document(tmp_path) -> None:
@@ -41,7 +42,7 @@ def test_a_killed_sink_never_reports_an_incomplete_document(tmp_path) -> None:
     checked, partial_at_kill = 0, 0
     try:
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
-            mongo = MongoSink(pipeline.settings.mongo_url)
+            mongo = MongoSink.of(pipeline.settings)
             publisher = threading.Thread(target=publish_pages, args=(pipeline.settings, [p for d in docs for p in d]))
             publisher.start()
             total = sum(len(ids) for ids in expected.values())

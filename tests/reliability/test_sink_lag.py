@@ -32,7 +32,7 @@ def test_under_exactly_once_a_drained_chunker_and_sink_show_no_lag(tmp_path) -> 
     with LocalPipeline(settings, ["window"], sinks=["mongo"]) as pipeline:
         live = pipeline.settings
         publish_pages(live, [p for d in docs for p in d])
-        stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=120)
+        stored, rows = stored_chunks(live, len(expected), timeout=120)
         groups = {
             group_id("chunker-window"): [live.topics.documents, live.topics.versions],
             group_id("sink-mongo"): [live.topics.chunks, live.topics.status, live.topics.manifests],

@@ -19,7 +19,11 @@ from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
 
-pytestmark = [pytest.mark.integration, pytest.mark.embedded_only]  # a restart on the same port and storage
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.embedded_only,
+    pytest.mark.own_services,
+]  # a restart on the same port and storage
 
 #: Longer than MongoSink's serverSelectionTimeoutMS (10 s), so at least one write fails and is retried.
 OUTAGE_S = 12.0
@@ -53,7 +57,7 @@ def test_store_outage_then_restart_loses_and_duplicates_nothing(tmp_path) -> Non
         with LocalPipeline(settings, ["window"], sinks=["mongo"], own_store=False) as pipeline:
             live = pipeline.settings
             publish_pages(live, [p for d in before for p in d])
-            stored, _ = stored_chunks(live.mongo_url, len(expected_before), timeout=60)
+            stored, _ = stored_chunks(live, len(expected_before), timeout=60)
             assert stored == expected_before
             at_outage = wait_committed_to_end(live, timeout=30)
 
@@ -82,7 +86,7 @@ def test_store_outage_then_restart_loses_and_duplicates_nothing(tmp_path) -> Non
 
             store.start()  # same port and storage path: the same EmbeddedProcess arguments
             restarted_at = time.monotonic()
-            stored, rows = stored_chunks(live.mongo_url, len(expected), timeout=60)
+            stored, rows = stored_chunks(live, len(expected), timeout=60)
             recovered_s = time.monotonic() - restarted_at
             at_end = wait_committed_to_end(live, timeout=30)
             result = collector.wait([(d[0].doc_id, 0) for d in before + during], ["window"], timeout=60, settle=2.0)

@@ -21,10 +21,11 @@ from streams.ops.pipeline import EX_CONFIG, LocalPipeline, exit_reason, publish_
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
 from tests.cli import streams
-from tests.integration.conftest import pipeline_settings, start_up
+from tests.integration.conftest import pipeline_settings, start_up, user_env
 from tests.reliability.test_faults import documents
 
-pytestmark = pytest.mark.integration
+# it kills or freezes its broker or store: services of its own
+pytestmark = [pytest.mark.integration, pytest.mark.own_services]
 
 
 def _expected(docs: list) -> dict[str, str]:
@@ -71,7 +72,7 @@ def _window_to_mongo(tmp_path: Path, events: list[str]) -> LocalPipeline:
 def _stored(pipeline: LocalPipeline, mongo: MongoSink, chunks: int) -> bool:
     """Whether both stores hold at least `chunks` rows (the vector table may not exist yet)."""
     try:
-        vectors = LanceTarget(pipeline.settings.lance_dir).count()
+        vectors = LanceTarget(pipeline.settings.lance_dir, pipeline.settings.lance_table).count()
     except Exception:
         vectors = 0
     return mongo.count() >= chunks and vectors >= chunks
@@ -120,11 +121,11 @@ def test_killed_roles_come_back_and_every_document_is_stored_exactly_once(tmp_pa
         _kill(store_pid)  # the document store, while the second half is on its way
         _supervise_until(pipeline, lambda: pipeline.store.proc.pid != store_pid and pipeline.store.alive(), 60)
         publisher.join()
-        mongo = MongoSink(pipeline.settings.mongo_url)
+        mongo = MongoSink.of(pipeline.settings)
         try:
             _supervise_until(pipeline, lambda: _stored(pipeline, mongo, len(expected)), 400)
             rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
-            vector_ids = LanceTarget(pipeline.settings.lance_dir).ids()
+            vector_ids = LanceTarget(pipeline.settings.lance_dir, pipeline.settings.lance_table).ids()
         finally:
             mongo.close()
         health = {role: h.as_dict() for role, h in pipeline.health.items()}
@@ -163,8 +164,7 @@ def test_up_restarts_a_killed_worker_reports_health_and_stops_cleanly(tmp_path: 
     from streams.ops.embedded import free_port
 
     port = free_port()
-    env = {**os.environ, "STREAMS_DATA_DIR": str(tmp_path / "var"), "STREAMS_METRICS_PORT": str(port)}
-    env.pop("STREAMS_BROKER", None)
+    env = user_env(tmp_path / "var", STREAMS_METRICS_PORT=str(port))
     up = start_up(tmp_path / "var", "-s", "window", stderr=subprocess.PIPE, STREAMS_METRICS_PORT=str(port))
     try:
         json.loads(up.stdout.readline())
@@ -203,7 +203,7 @@ def test_a_killed_broker_is_restarted_and_the_workers_wait_for_it(tmp_path: Path
     with pipeline:
         before, after = docs[:6], docs[6:]
         publish_pages(pipeline.settings, [p for d in before for p in d])
-        mongo = MongoSink(pipeline.settings.mongo_url)
+        mongo = MongoSink.of(pipeline.settings)
         try:
             _supervise_until(pipeline, lambda: mongo.count() >= len(_expected(before)), 120)
             workers = {role: proc.pid for role, proc in pipeline.workers.items()}
@@ -221,7 +221,10 @@ def test_a_killed_broker_is_restarted_and_the_workers_wait_for_it(tmp_path: Path
 
 def test_a_crash_loop_is_stopped_as_failed_and_the_rest_stays_up(tmp_path: Path) -> None:
     events: list[str] = []
-    pipeline = LocalPipeline(pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append)
+    # Five crashes, however long this machine takes to start a process five times: the window is an hour.
+    pipeline = LocalPipeline(
+        pipeline_settings(tmp_path), ["window"], supervise=True, on_event=events.append, crash_loop=(5, 3600.0)
+    )
     with pipeline:
         # Exits with an error at every start. (An unknown strategy would be a bad setting: exit 78, never
         # restarted; tests/core/test_options.py.)
@@ -246,7 +249,7 @@ def _settled(pipeline: LocalPipeline, mongo: MongoSink, quiet_s: float = 12.0, t
         assert time.monotonic() < deadline, "the stores never settled"
         pipeline.check_workers()
         try:
-            vectors = LanceTarget(pipeline.settings.lance_dir).count()
+            vectors = LanceTarget(pipeline.settings.lance_dir, pipeline.settings.lance_table).count()
         except Exception:
             vectors = -1
         now = (mongo.count(), vectors)
@@ -285,7 +288,7 @@ def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_
     pipeline = LocalPipeline(settings, ["window"], sinks=["mongo"], supervise=True, on_event=events.append)
     with pipeline:
         live = pipeline.settings
-        mongo = MongoSink(live.mongo_url)
+        mongo = MongoSink.of(live)
         try:
             publish_pages(live, [p for d in docs[:6] for p in d])
             _supervise_until(pipeline, lambda: mongo.count() == len(first), 120)
@@ -373,7 +376,7 @@ def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_au
         live = pipeline.settings
         pages = [p for d in docs for p in d]
         publish_pages(live, pages)  # every page acknowledged before the kill
-        mongo = MongoSink(live.mongo_url)
+        mongo = MongoSink.of(live)
         try:
             _supervise_until(pipeline, lambda: mongo.count() > 0, 120, every=0.02)  # documents are moving
             assert pipeline.broker is not None and pipeline.broker.proc is not None
@@ -402,7 +405,7 @@ def test_a_broker_killed_with_documents_in_flight_loses_none_of_them_after_an_au
                 lost = audit_names_the_gaps_and_repair_closes_them(pipeline, forced, len(docs))
             _supervise_until(pipeline, lambda: _stored(pipeline, mongo, len(expected)), 120)
             stored = {d["_id"]: (d["checksum"], d["is_latest_version"]) for d in mongo.collection.find({})}
-            target = LanceTarget(live.lance_dir)
+            target = LanceTarget(live.lance_dir, live.lance_table)
             vector_ids = target.ids()
             flags = target.flags(vector_ids)
             on_topic = {r.chunk_id for r in _topic_chunks(pipeline)}

@@ -18,7 +18,7 @@ RUN = r'<span class="seg [^"]+" data-start="(\d+)" data-end="(\d+)" data-chunks=
 
 
 def stored(stack: Stack, doc_id: str, amendment: int, strategy: str) -> list[dict]:
-    sink = MongoSink(stack.settings.mongo_url)
+    sink = MongoSink.of(stack.settings)
     try:
         query = {"doc_id": doc_id, "amendment_number": amendment, "strategy": strategy, "text": {"$exists": True}}
         return sorted(sink.collection.find(query), key=lambda r: r["position"])
