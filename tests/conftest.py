@@ -3,13 +3,20 @@
 The bus: every test of the integration, reliability, console and operations suites (marked `integration`
 under tests/integration, tests/reliability, tests/ui and tests/ops) runs once on noida-db, the embedded
 default, and once on Apache Kafka (`[noida]` and `[kafka]` in its id). Tests of noida-db's own behaviour
-are marked `embedded_only` and run on it alone; exactly-once tests are marked `kafka_only` and run on Kafka
-alone (exactly-once refuses noida-db). `STREAMS_TEST_BUS=noida` (or `kafka`) runs one pass only; a machine
-without Java or Maven fails the Kafka pass rather than skipping it.
+are marked `embedded_only` and run on it alone; exactly-once tests and tests of a Kafka feature noida-db
+lacks are marked `kafka_only` and run on Kafka alone; a broker-agnostic test marked `one_broker` runs in the
+first pass only (docs/claims.md says which broker shows each claim). `STREAMS_TEST_BUS=noida` (or `kafka`)
+runs one pass only; a machine without Java or Maven fails the Kafka pass rather than skipping it.
+
+The services: each pass starts one broker and one document store (`pool`) and lends them to every bus-suite
+test that would start its own per test, under a deployment prefix of its own (`STREAMS_DEPLOYMENT`), and
+deletes what the test made afterwards. A test that kills, freezes or reconfigures its services is marked
+`own_services`, and one that uses a module's or a session's services keeps those.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -113,7 +120,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         and node.get_closest_marker("integration")
         and not node.get_closest_marker("embedded_only")
     ):
-        metafunc.parametrize("bus", buses(), indirect=True, scope="session")
+        chosen = buses()[:1] if node.get_closest_marker("one_broker") else buses()
+        metafunc.parametrize("bus", chosen, indirect=True, scope="session")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -269,13 +277,17 @@ def lent_services(request: pytest.FixtureRequest, bus: str) -> Iterator[str | No
     patch.setenv("STREAMS_DEPLOYMENT", deployment)
     own = {name: FACTORY_OVERRIDES.get(name) for name in ("broker", "document_store")}
     borrowed: set[str] = set()
+    before: list[tuple[set[str], set[str]]] = []
 
     def lender(name: str):
         def make(data_dir: Path, port: int | None = None) -> object:
             if port is not None:  # a fixed port: a service of its own, as before
                 return (own[name] or pool.factory(name))(data_dir, port)
+            lent = pool.lend(name)
+            if name == "broker" and name not in borrowed:
+                before.append(names_on(lent.service))
             borrowed.add(name)
-            return pool.lend(name)
+            return lent
 
         return make
 
@@ -285,29 +297,46 @@ def lent_services(request: pytest.FixtureRequest, bus: str) -> Iterator[str | No
         yield deployment
     finally:
         patch.undo()
-        give_back(pool, deployment, borrowed)
+        give_back(pool, deployment, borrowed, before[0] if before else None)
 
 
-def give_back(pool: Pool, deployment: str, borrowed: set[str]) -> None:
-    """Delete what a test made on the pool's services, so that the next test's broker stays small."""
+def names_on(service: EmbeddedProcess) -> tuple[set[str], set[str]]:
+    """The topics (less the broker's own) and consumer groups on a broker now."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": service.address})
+    topics = {t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")}
+    groups = {g.group_id for g in admin.list_consumer_groups(request_timeout=10).result().valid}
+    return topics, groups
+
+
+def give_back(pool: Pool, deployment: str, borrowed: set[str], before: tuple[set[str], set[str]] | None) -> None:
+    """Delete what a test made on the pool's services (its deployment's topics, and any other topic or
+    group that was not there when it borrowed them), so the next test starts on a clean, small broker."""
     if "broker" in borrowed and (service := pool.services.get("broker")) is not None and service.alive():
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": service.address})
         try:
-            mine = [t for t in admin.list_topics(timeout=10).topics if t.startswith(f"{deployment}.")]
-            if mine:
-                for future in admin.delete_topics(mine, operation_timeout=30).values():
+            topics, groups = names_on(service)
+            old_topics, old_groups = before or (set(), set())
+            made = sorted(t for t in topics - old_topics if t.startswith(f"{deployment}.") or before is not None)
+            if made:
+                for future in admin.delete_topics(made, operation_timeout=30).values():
                     future.result(30)
-        except Exception as exc:  # a broker that cannot delete is still lent; the next test has its own names
-            print(f"pool: topics of {deployment} not deleted: {exc}")
+            if new_groups := sorted(groups - old_groups if before is not None else ()):
+                for future in admin.delete_consumer_groups(new_groups, request_timeout=10).values():
+                    with contextlib.suppress(Exception):  # a member still expiring: the group holds no topic now
+                        future.result(10)
+        except Exception as exc:  # a broker that cannot delete is still lent: the next test has its own names
+            print(f"pool: what {deployment} made was not deleted: {exc}")
     if "document_store" in borrowed and (store := pool.services.get("document_store")) is not None and store.alive():
         from pymongo import MongoClient
 
         client = MongoClient(f"mongodb://{store.address}", serverSelectionTimeoutMS=5000)
         try:
             for name in client.list_database_names():
-                if name.startswith(f"{deployment}-"):
+                if name.startswith(f"{deployment}-") or name == "streams":
                     client.drop_database(name)
         except Exception as exc:
             print(f"pool: databases of {deployment} not dropped: {exc}")

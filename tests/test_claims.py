@@ -60,6 +60,7 @@ KEYWORDS: dict[str, list[str]] = {
         "STREAMS_UI_TOKEN",
         "--writable",
         "exactly_once",
+        "STREAMS_DEPLOYMENT",
     ],
     "docs/bus.md": [
         "never_assembled",
@@ -82,16 +83,22 @@ KEYWORDS: dict[str, list[str]] = {
 }
 
 
+#: What the "shown on" column says: the brokers the row's tests run on, or none (no bus pass: the test is
+#: pure, or starts the broker it names itself).
+BOTH, KAFKA, NOIDA, NONE = "both", "Kafka", "noida-db", "-"
+
+
 @dataclass
 class Row:
     section: str
     line: int
     claim: str
     tests: list[tuple[str, str]] = field(default_factory=list)  # (file, function or Class::function)
+    shown_on: str = ""
 
 
 def parse(text: str) -> list[Row]:
-    """The rows of every `claim | where | proven by` table, with the heading each sits under."""
+    """The rows of every `claim | where | shown on | proven by` table, with the heading each sits under."""
     rows, section = [], ""
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("## "):
@@ -101,8 +108,8 @@ def parse(text: str) -> list[Row]:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if cells[0] in ("claim", "") or set(cells[0]) <= {"-", ":"}:
             continue  # a header or its separator
-        assert len(cells) == 3, f"docs/claims.md:{number}: a row is claim | where | proven by"
-        rows.append(Row(section, number, cells[0], TEST_REF.findall(cells[2])))
+        assert len(cells) == 4, f"docs/claims.md:{number}: a row is claim | where | shown on | proven by"
+        rows.append(Row(section, number, cells[0], TEST_REF.findall(cells[3]), cells[2]))
     return rows
 
 
@@ -118,6 +125,45 @@ def functions_of(path: Path) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef
                 if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name.startswith("test"):
                     found[f"{node.name}::{item.name}"] = item
     return found
+
+
+def marks_of(path: Path, name: str) -> set[str]:
+    """The markers of a test: its module's `pytestmark`, its class's and its own decorators."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes: list[ast.AST] = [n.value for n in tree.body if isinstance(n, ast.Assign) and "pytestmark" in ast.unparse(n)]
+    function = functions_of(path).get(name)
+    if function is not None:
+        nodes += function.decorator_list
+    if "::" in name:
+        cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name.split("::")[0])
+        nodes += cls.decorator_list
+    return {
+        sub.attr
+        for node in nodes
+        for sub in ast.walk(node)
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "mark"
+    }
+
+
+def shown_on(rows_tests: list[tuple[str, str]], root: Path = REPO) -> str:
+    """Which brokers a row's tests run on, from their markers and folders as tests/conftest.py reads them."""
+    from tests.conftest import BOTH_BUSES
+
+    brokers: set[str] = set()
+    for file, name in rows_tests:
+        path = root / file
+        if not path.is_file():
+            continue
+        marks = marks_of(path, name)
+        if "kafka_only" in marks:
+            brokers.add(KAFKA)
+        elif "embedded_only" in marks:
+            brokers.add(NOIDA)
+        elif path.parent.name in BOTH_BUSES and "integration" in marks:
+            brokers |= {NOIDA} if "one_broker" in marks else {NOIDA, KAFKA}
+    if brokers == {NOIDA, KAFKA}:
+        return BOTH
+    return brokers.pop() if brokers else NONE
 
 
 def strict_xfail(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | None:
@@ -152,6 +198,8 @@ def problems(rows: list[Row], root: Path = REPO) -> list[str]:
                 found.append(f"{where}: {name} must be xfail(strict=True) to stand for a claim that does not hold")
             if row.section != BROKEN and mark is not None:
                 found.append(f"{where}: {name} is an expected failure, which proves nothing")
+        if row.tests and row.shown_on != (want := shown_on(row.tests, root)):
+            found.append(f"{where}: shown on {want!r} by its tests, not {row.shown_on!r}")
     claims = [row.claim for row in rows]
     found += [f"docs/claims.md: claimed twice: {claim[:60]}" for claim in {c for c in claims if claims.count(c) > 1}]
     return found
@@ -191,16 +239,17 @@ def test_the_checker_finds_each_kind_of_mistake(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     text = (
-        "## Holds\n\n| claim | where | proven by |\n|---|---|---|\n"
-        "| parametrized, in a class | R | `tests/test_a.py::test_many[2]` `tests/test_a.py::TestGroup::test_inside` |\n"
-        "| no test | R | nothing yet |\n"
-        "| a missing file | R | `tests/test_gone.py::test_plain` |\n"
-        "| a missing function | R | `tests/test_a.py::test_gone` |\n"
-        "| an expected failure | R | `tests/test_a.py::test_broken` |\n"
-        "| no test | R | `tests/test_a.py::test_plain` |\n"
-        f"\n## {BROKEN}\n\n| claim | where | proven by |\n|---|---|---|\n"
-        "| broken, shown | B | `tests/test_a.py::test_broken` |\n"
-        "| broken, loosely | B | `tests/test_a.py::test_loose` |\n"
+        "## Holds\n\n| claim | where | shown on | proven by |\n|---|---|---|---|\n"
+        "| parametrized, in a class | R | - "
+        "| `tests/test_a.py::test_many[2]` `tests/test_a.py::TestGroup::test_inside` |\n"
+        "| no test | R | - | nothing yet |\n"
+        "| a missing file | R | - | `tests/test_gone.py::test_plain` |\n"
+        "| a missing function | R | - | `tests/test_a.py::test_gone` |\n"
+        "| an expected failure | R | - | `tests/test_a.py::test_broken` |\n"
+        "| no test | R | both | `tests/test_a.py::test_plain` |\n"
+        f"\n## {BROKEN}\n\n| claim | where | shown on | proven by |\n|---|---|---|---|\n"
+        "| broken, shown | B | - | `tests/test_a.py::test_broken` |\n"
+        "| broken, loosely | B | - | `tests/test_a.py::test_loose` |\n"
     )
     matrix = parse(text)
     assert matrix[0].tests == [("tests/test_a.py", "test_many"), ("tests/test_a.py", "TestGroup::test_inside")]
@@ -212,6 +261,7 @@ def test_the_checker_finds_each_kind_of_mistake(tmp_path: Path) -> None:
         "test_broken is an expected failure",
         "test_loose must be xfail(strict=True)",
         "claimed twice: no test",
+        "shown on '-' by its tests, not 'both'",
     ]
     for reason in expected:
         assert sum(reason in line for line in found) == 1, (reason, found)

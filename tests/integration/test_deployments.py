@@ -106,6 +106,7 @@ def _request(group: str):
     return ConsumerGroupTopicPartitions(group)
 
 
+@pytest.mark.one_broker  # no broker at all: the settings refuse before one is dialled
 def test_a_bad_deployment_name_is_one_line_and_a_refusal_to_start(tmp_path: Path) -> None:
     env = {**user_env(tmp_path), "STREAMS_DEPLOYMENT": "Staging.Blue"}
     done = streams("topics", env=env, timeout=60)

@@ -298,8 +298,8 @@ def test_exactly_once_writes_the_workers_table_changes_inside_their_transactions
 
     settings = second_run["settings"]
     changelogs = [
-        f"{group_id('assembler')}-assembly-headers-changelog",
-        f"{group_id('chunker-window')}-chunk-versions-changelog",
+        f"{group_id(settings, 'assembler')}-assembly-headers-changelog",
+        f"{group_id(settings, 'chunker-window')}-chunk-versions-changelog",
     ]
     for topic in changelogs:
         assert sum(1 for _ in read_topic(settings, topic)) > 0, f"{topic}: no table write at all"

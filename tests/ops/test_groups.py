@@ -50,6 +50,7 @@ def _assigned(proc: subprocess.Popen, timeout: float) -> int | None:
 
 @pytest.mark.integration
 @pytest.mark.embedded_only
+@pytest.mark.own_services  # the janitor under test is its broker's own
 def test_janitor_expires_a_killed_member_so_its_successor_is_assigned(tmp_path: Path) -> None:
     service = broker(tmp_path).start()
     procs: list[subprocess.Popen] = []
@@ -78,6 +79,7 @@ def test_janitor_expires_a_killed_member_so_its_successor_is_assigned(tmp_path: 
 
 @pytest.mark.integration
 @pytest.mark.embedded_only
+@pytest.mark.own_services  # the janitor under test is its broker's own
 def test_the_janitor_records_an_expiry_before_the_broker_can_act_on_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -119,6 +121,7 @@ def test_the_janitor_records_an_expiry_before_the_broker_can_act_on_it(
 
 @pytest.mark.integration
 @pytest.mark.embedded_only
+@pytest.mark.own_services  # the janitor under test is its broker's own
 def test_the_janitor_keeps_one_admin_client_across_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A new librdkafka admin client every round (threads, connection, metadata) was most of an idle
     `streams up`'s CPU; it was made anew each time because an idle client is falsy (`admin or ...`)."""

@@ -19,7 +19,6 @@ from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.conftest import make_pages, strategy_chunker
 
-GROUP = group_id("assembler")
 WORDS = ["tide", "harbour", "ledger", "sensor", "bridge", "clause", "invoice", "granite", "orchard", "lantern"]
 
 
@@ -148,7 +147,8 @@ def audit_names_the_gaps_and_repair_closes_them(
 def members(settings: Settings) -> dict[str, set[tuple[str, int]]]:
     """client id -> (topic, partition) of pages.cleaned it owns, per member of the assembler group."""
     admin = AdminClient(client_config(settings))
-    description = admin.describe_consumer_groups([GROUP], request_timeout=5)[GROUP].result()
+    group = group_id(settings, "assembler")
+    description = admin.describe_consumer_groups([group], request_timeout=5)[group].result()
     return {
         m.client_id: {
             (tp.topic, tp.partition) for tp in m.assignment.topic_partitions if tp.topic == settings.topics.pages

@@ -62,7 +62,7 @@ FAIL_ONCE = textwrap.dedent(
 def drained(settings: Settings) -> bool:
     """The window chunker has committed everything there is on the document topic, which holds at least six
     offsets (the documents, and under exactly-once their commit markers too)."""
-    rows = group_lag(settings, group_id("chunker-window"), [settings.topics.documents])
+    rows = group_lag(settings, group_id(settings, "chunker-window"), [settings.topics.documents])
     return bool(rows) and not any(r.lag for r in rows) and sum(r.end for r in rows) >= 6
 
 

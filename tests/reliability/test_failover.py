@@ -20,15 +20,13 @@ from confluent_kafka.admin import AdminClient
 from streams.ops.audit import audit, audit_stores
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.runtime.clients import client_config
+from streams.runtime.clients import client_config, group_id
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
 from tests.conftest import KAFKA_NEEDS
 from tests.debian import ensure
 from tests.integration.conftest import pipeline_settings
 from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
-
-GROUP = "streams-chunker-window"
 
 # Apache Kafka of its own (started here): in the Kafka pass alone
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_only, pytest.mark.own_services]
@@ -37,7 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_only, pytest.mark.own_s
 def owned_by(settings: Settings, pid: int) -> set[int]:
     """Partitions of `documents.assembled` the chunker member of process `pid` owns now."""
     admin = AdminClient(client_config(settings))
-    group = admin.describe_consumer_groups([GROUP], request_timeout=10)[GROUP].result()
+    name = group_id(settings, "chunker-window")
+    group = admin.describe_consumer_groups([name], request_timeout=10)[name].result()
     return {
         tp.partition
         for member in group.members

@@ -77,10 +77,10 @@ def input_of(settings: Settings, role: str) -> tuple[str, str]:
     """The consumer group of a role and the input topic whose offsets it commits."""
     topics = settings.topics
     if role == "assembler":
-        return group_id("assembler"), topics.pages
+        return group_id(settings, "assembler"), topics.pages
     if role.startswith("chunker:"):
-        return group_id(f"chunker-{role.split(':')[1]}"), topics.documents
-    return group_id(f"sink-{role.split(':')[1]}"), topics.chunks
+        return group_id(settings, f"chunker-{role.split(':')[1]}"), topics.documents
+    return group_id(settings, f"sink-{role.split(':')[1]}"), topics.chunks
 
 
 class Written:

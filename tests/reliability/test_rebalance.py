@@ -16,10 +16,11 @@ import pytest
 
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.runtime.clients import group_id
 from streams.runtime.lag import group_lag
 from streams.settings import Settings
 from tests.integration.conftest import pipeline_settings
-from tests.reliability.clean_run import GROUP, documents, expected_chunks, stored_chunks, wait_split
+from tests.reliability.clean_run import documents, expected_chunks, stored_chunks, wait_split
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def wait_consumed(settings: Settings, timeout: float) -> None:
     """Until the assembler group has committed every page published so far."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = group_lag(settings, GROUP, [settings.topics.pages], timeout=5)
+        rows = group_lag(settings, group_id(settings, "assembler"), [settings.topics.pages], timeout=5)
         if rows and all(r.committed == r.end for r in rows):
             return
         time.sleep(0.5)
@@ -126,7 +127,7 @@ def test_recovery_asks_the_broker_for_a_fresh_changelogs_last_stable_offset(tmp_
     from streams.agents.transport import SeekingConsumerThread
     from streams.ops.embedded import broker
 
-    topic = "streams-assembler-assembly-pages-changelog"
+    topic = f"{group_id(Settings(), 'assembler')}-assembly-pages-changelog"  # under the test's deployment
     server = broker(tmp_path / "broker").start()
 
     async def highwaters() -> tuple[object, object]:

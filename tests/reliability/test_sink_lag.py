@@ -34,8 +34,8 @@ def test_under_exactly_once_a_drained_chunker_and_sink_show_no_lag(tmp_path) -> 
         publish_pages(live, [p for d in docs for p in d])
         stored, rows = stored_chunks(live, len(expected), timeout=120)
         groups = {
-            group_id("chunker-window"): [live.topics.documents, live.topics.versions],
-            group_id("sink-mongo"): [live.topics.chunks, live.topics.status, live.topics.manifests],
+            group_id(live, "chunker-window"): [live.topics.documents, live.topics.versions],
+            group_id(live, "sink-mongo"): [live.topics.chunks, live.topics.status, live.topics.manifests],
         }
         deadline = time.monotonic() + 30
         for group, topics in groups.items():

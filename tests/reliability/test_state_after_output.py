@@ -32,8 +32,6 @@ from tests.reliability.clean_run import wait_split
 
 pytestmark = pytest.mark.integration
 
-HEADERS_CHANGELOG = f"{group_id('assembler')}-assembly-headers-changelog"
-
 
 def max_message_bytes(address: str, topic: str, value: str | None = None) -> str:
     """The topic's max.message.bytes, set to `value` first when one is given."""
@@ -52,11 +50,12 @@ def max_message_bytes(address: str, topic: str, value: str | None = None) -> str
         time.sleep(0.2)
 
 
-def changelog(address: str, partitions: int) -> list[tuple[bytes, bytes | None]]:
+def changelog(settings: Settings) -> list[tuple[bytes, bytes | None]]:
     """Every record of the assembler's headers changelog: (key, value)."""
-    consumer = Consumer({"bootstrap.servers": address, "group.id": "reader", "enable.auto.commit": False})
+    consumer = Consumer({"bootstrap.servers": settings.broker, "group.id": "reader", "enable.auto.commit": False})
+    topic = f"{group_id(settings, 'assembler')}-assembly-headers-changelog"
     try:
-        parts = [TopicPartition(HEADERS_CHANGELOG, p, 0) for p in range(partitions)]
+        parts = [TopicPartition(topic, p, 0) for p in range(settings.partitions)]
         ends = {p.partition: consumer.get_watermark_offsets(p, timeout=10)[1] for p in parts}
         consumer.assign(parts)
         records: list[tuple[bytes, bytes | None]] = []
@@ -112,12 +111,12 @@ def test_a_document_not_yet_delivered_is_not_marked_done_and_survives_a_kill(tmp
             # Until the pages are read and the document completed: its first page is on the changelog (an
             # open header), and the assembler then completes it within a fetch.
             deadline = time.monotonic() + 120
-            while not any(k and b"held-doc" in k for k, _ in changelog(live.broker, live.partitions)):
+            while not any(k and b"held-doc" in k for k, _ in changelog(live)):
                 pipeline.check_workers()
                 assert time.monotonic() < deadline, "the assembler never read the document's first page"
                 time.sleep(0.5)
             time.sleep(5)  # the completing page is in the same fetch: a done mark has every chance to leak
-            marks = [v for k, v in changelog(live.broker, live.partitions) if k and b"held-doc" in k]
+            marks = [v for k, v in changelog(live) if k and b"held-doc" in k]
             assert marks and all(b'"done"' not in (v or b"") for v in marks), marks
             assert collector.produced(live.topics.documents) == 0
             pipeline.stop_worker("assembler", kill=True)
@@ -150,7 +149,7 @@ def test_under_exactly_once_a_refused_document_commits_nothing_and_is_assembled_
                 time.sleep(0.5)
             log = (live.data_dir / "logs" / "assembler.log").read_text(errors="replace")
             assert "refused a record of an open transaction" in log
-            marks = [v for k, v in changelog(live.broker, live.partitions) if k and b"held-doc" in k]
+            marks = [v for k, v in changelog(live) if k and b"held-doc" in k]
             assert all(b'"done"' not in (v or b"") for v in marks), marks
             assert collector.produced(live.topics.documents) == 0
             pipeline.stop_worker("assembler")
