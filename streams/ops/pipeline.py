@@ -23,7 +23,15 @@ from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
-from streams.runtime.clients import DeliveryReports, client_config, end_offsets, fetch_config, group_id, producer
+from streams.runtime.clients import (
+    DeliveryReports,
+    client_config,
+    end_offsets,
+    fetch_config,
+    group_id,
+    producer,
+    reached_ends,
+)
 from streams.runtime.watchdog import EX_STALLED
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
@@ -183,8 +191,10 @@ class Collector:
         strategies: Iterable[str],
         timeout: float,
         on_progress: Callable[[Collected], None] | None = None,
-        settle: float = 0.0,
+        drain: bool = False,
     ) -> Collected:
+        """Until every document is chunked by every strategy (or dead-lettered, or not for it); with `drain`,
+        then until nothing is in flight either (`drain`), so that a duplicate would have been read."""
         docs, strategies = list(docs), list(strategies)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -192,8 +202,8 @@ class Collector:
             if on_progress:
                 on_progress(self.result)
             if self.result.settled(docs, strategies):
-                if settle:
-                    self.poll(settle)  # late duplicates would show up here
+                if drain:
+                    self.drain(strategies, max(5.0, deadline - time.monotonic()))
                 return self.result
         missing = [
             f"{d}@{a}/{s}"
@@ -207,6 +217,29 @@ class Collector:
             f"timed out after {timeout:.0f}s waiting for {len(missing)} outputs: {', '.join(missing[:5])}; "
             f"{where_groups_stood(self.settings)}"
         )
+
+    def drain(self, strategies: Iterable[str], timeout: float) -> None:
+        """Until nothing the collector reads can still arrive: the assembler and each strategy's chunker have
+        committed to the end of their inputs (all they were given is written), and the collector has read its
+        topics to their end offsets. An event to wait for, where a quiet spell only hoped to catch a late
+        duplicate; raises ServiceError with where the groups stood if it does not come."""
+        from streams.runtime.lag import group_lag, known_groups
+
+        deadline = time.monotonic() + timeout
+        writers = {group_id(self.settings, "assembler")} | {group_id(self.settings, f"chunker-{s}") for s in strategies}
+        inputs = {g: t for g, t in known_groups(self.settings, list(strategies)).items() if g in writers}
+        while any(r.lag for group, topics in inputs.items() for r in group_lag(self.settings, group, topics)):
+            if time.monotonic() > deadline:
+                raise ServiceError(f"in flight after {timeout:.0f}s: {where_groups_stood(self.settings)}")
+            self.poll(0.5)
+        topics = {tp.topic for tp in self.consumer.assignment()}
+        ends = {t: end_offsets(self.consumer, t, range(self.settings.partitions)) for t in topics}
+        while any(
+            reached_ends(self.consumer, t, ends[t], range(self.settings.partitions)) != set(ends[t]) for t in topics
+        ):
+            if time.monotonic() > deadline:
+                raise ServiceError(f"could not read {', '.join(sorted(topics))} to their ends in {timeout:.0f}s")
+            self.poll(0.2)
 
     def pause(self) -> None:
         """Stop fetching altogether: a benchmark must not spend the CPU of the pipeline it measures."""

@@ -14,7 +14,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from pymongo import MongoClient
 
+from streams.ops.audit import AuditReport, audit, audit_stores
 from streams.ops.embedded import broker, document_store
+from streams.settings import Settings
 from tests.cli import streams
 from tests.integration.conftest import start_up, user_env
 
@@ -59,16 +61,11 @@ def test_two_prefixed_deployments_share_one_broker_and_one_mongodb_apart(tmp_pat
                 assert done.returncode == 0, done.stderr
                 assert f"to {name}.pages.cleaned" in done.stderr
             for name in DEPLOYMENTS:
-                env = user_env(tmp_path / name)
-                deadline, code, report = time.monotonic() + 240, None, None
-                while time.monotonic() < deadline:
-                    done = streams("audit", "--json", "-s", "window", env=env, timeout=120)
-                    code, report = done.returncode, json.loads(done.stdout) if done.stdout.strip() else None
-                    if code == 0 and report and report["versions"] == 1:
-                        break
-                    time.sleep(2)
-                assert code == 0 and report is not None, (name, done.stderr)
-                assert report["versions"] == 1 and not any(report["gaps"].values()), (name, report)
+                report = audited(settings_of(tmp_path / name))  # in this process, until clean
+                assert report.versions == 1 and not report.gaps, (name, report.as_dict())
+                done = streams("audit", "--json", "-s", "window", env=user_env(tmp_path / name), timeout=120)
+                assert done.returncode == 0, done.stderr  # and the operator's command, from up.json, agrees
+                assert json.loads(done.stdout)["versions"] == 1
 
             client = MongoClient(f"mongodb://{mongo.address}", serverSelectionTimeoutMS=10_000)
             try:
@@ -98,6 +95,27 @@ def test_two_prefixed_deployments_share_one_broker_and_one_mongodb_apart(tmp_pat
             for up in ups.values():
                 up.wait(60)
     assert all(up.returncode == 0 for up in ups.values())
+
+
+def settings_of(data_dir: Path) -> Settings:
+    """A deployment's settings as its `streams up` wrote them to up.json (broker, deployment, stores)."""
+    saved = json.loads((data_dir / "up.json").read_text())["settings"]
+    return Settings(**saved, data_dir=data_dir, strategies=["window"])
+
+
+def audited(settings: Settings, timeout: float = 240) -> AuditReport:
+    """The audit of one deployment once it finds its one document version and no gap (or at the timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        stores = audit_stores(settings, ["mongo", "vectors"])
+        try:
+            report, _ = audit(settings, ["window"], stores)
+        finally:
+            for store in stores:
+                store.close()
+        if (report.versions == 1 and not report.gaps) or time.monotonic() > deadline:
+            return report
+        time.sleep(1)
 
 
 def _request(group: str):

@@ -107,7 +107,7 @@ def first_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
         collector = Collector(pipeline.settings)
         expected_dead = sum(len(v) for v in bad.values()) + len(incomplete_sent)
         doc_keys = [(pages[0].doc_id, 0) for pages in docs]
-        result = collector.wait([*doc_keys, ("incomplete", 0)], ["window"], timeout=120, settle=1.0)
+        result = collector.wait([*doc_keys, ("incomplete", 0)], ["window"], timeout=120, drain=True)
         while len(result.dead) < expected_dead:
             if not collector.poll(1.0):
                 break
@@ -279,7 +279,7 @@ def test_exactly_once_on_kafka_gives_each_chunk_once_across_a_killed_chunker(run
         pipeline.start_worker("chunker:window")
         publisher.join()
         keys = [(d[0].doc_id, 0) for d in docs]
-        result = collector.wait(keys, ["window"], timeout=300, settle=3.0)
+        result = collector.wait(keys, ["window"], timeout=300, drain=True)
         pipeline.check_workers()
     finally:
         publisher.join()

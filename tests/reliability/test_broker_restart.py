@@ -101,7 +101,7 @@ def test_broker_restart_between_batches_loses_and_duplicates_nothing(tmp_path) -
 
         publish_pages(live, [p for d in after for p in d])
         collector = Collector(live)
-        result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, settle=2.0)
+        result = collector.wait([(d[0].doc_id, 0) for d in before + after], ["window"], timeout=60, drain=True)
         recovered_s = time.monotonic() - restarted_at
         collector.close()
         stored, rows = stored_chunks(live, len(expected), timeout=60)

@@ -94,7 +94,7 @@ def test_a_send_that_raises_halfway_through_a_document_loses_none_of_it(
         collector = Collector(live)
         try:
             wanted = [(d[0].doc_id, 0) for d in docs]
-            result = collector.wait(wanted, ["window"], timeout=120, settle=3.0)
+            result = collector.wait(wanted, ["window"], timeout=120, drain=True)
         finally:
             collector.close()
     assert marker.exists(), "the injected send never ran"

@@ -129,7 +129,7 @@ def test_a_killed_replica_and_a_killed_broker_lose_nothing_on_kafka(tmp_path: Pa
             pipeline.broker.launch()
             pipeline.broker.ready()
             publisher.join()
-            result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, settle=3.0)
+            result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, drain=True)
             collector.close()
             stored, rows = stored_chunks(live, len(expected), timeout=300)
             deadline = time.monotonic() + 300

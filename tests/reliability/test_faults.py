@@ -199,7 +199,7 @@ def test_sigkill_workers_and_sink_then_restart(tmp_path) -> None:
                         missed.append(kill)
                 publish_pages(live, [p for wave in waves for d in wave for p in d])
                 killed_s = time.monotonic() - began
-                result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, settle=3.0)
+                result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, drain=True)
                 deadline = time.monotonic() + 300
                 while time.monotonic() < deadline and mongo.count() < len(expected):
                     pipeline.check_workers()

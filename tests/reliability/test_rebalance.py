@@ -72,7 +72,7 @@ def test_rebalance_with_half_assembled_documents_assembles_each_once(tmp_path, g
             publish_pages(live, rest)
             pipeline.stop_worker("assembler")  # SIGTERM to the first replica: a second rebalance
             collector = Collector(live)
-            result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=90, settle=2.0)
+            result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=90, drain=True)
             collector.close()
             stored, rows = stored_chunks(live, len(expected), timeout=60)
             survivor = wait_split(live, 1, timeout=30)
@@ -106,7 +106,7 @@ def test_a_restarted_assembler_restores_its_half_assembled_documents(tmp_path, g
         pipeline.start_worker("assembler")
         publish_pages(live, [p for d in docs for p in d[1:]])
         collector = Collector(live)
-        result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=60, settle=1.0)
+        result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=60, drain=True)
         collector.close()
         pipeline.check_workers()
     assert not result.dead  # no page refused as the first of a document it has already seen

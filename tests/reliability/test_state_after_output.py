@@ -86,7 +86,7 @@ def restarted_with_limit(pipeline: LocalPipeline, collector: Collector, limit: s
     live = pipeline.settings
     max_message_bytes(live.broker, live.topics.documents, limit)
     pipeline.start_worker("assembler")
-    return collector.wait([("held-doc", 0)], ["window"], timeout=180, settle=2.0)
+    return collector.wait([("held-doc", 0)], ["window"], timeout=180, drain=True)
 
 
 def assert_chunked_once(result: Collected, expected: dict[str, str]) -> None:
@@ -256,7 +256,7 @@ def test_a_document_whose_record_is_over_the_topic_limit_is_dead_lettered_and_th
         collector = Collector(live)
         try:
             publish_pages(live, [(b"edge-doc", raw), *after])
-            result = collector.wait([("edge-doc", 0), ("after-doc", 0)], ["window"], timeout=180, settle=1.0)
+            result = collector.wait([("edge-doc", 0), ("after-doc", 0)], ["window"], timeout=180, drain=True)
             pipeline.check_workers()  # none exited
         finally:
             collector.close()

@@ -89,7 +89,7 @@ def test_store_outage_then_restart_loses_and_duplicates_nothing(tmp_path) -> Non
             stored, rows = stored_chunks(live, len(expected), timeout=60)
             recovered_s = time.monotonic() - restarted_at
             at_end = wait_committed_to_end(live, timeout=30)
-            result = collector.wait([(d[0].doc_id, 0) for d in before + during], ["window"], timeout=60, settle=2.0)
+            result = collector.wait([(d[0].doc_id, 0) for d in before + during], ["window"], timeout=60, drain=True)
             collector.close()
             pipeline.check_workers()
             sink_log = sink_log_path.read_text(errors="replace")
