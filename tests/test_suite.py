@@ -86,3 +86,29 @@ def test_no_test_skips_itself_on_a_broker_at_run_time() -> None:
             ):
                 skipping.append(f"{path.relative_to(TESTS)}:{node.lineno}")
     assert not skipping, skipping
+
+
+def test_a_fixture_wider_than_a_test_that_starts_a_broker_is_built_per_broker_pass() -> None:
+    """A module or session fixture that starts services without asking for `bus` is built once and reused by
+    the other pass: the console's `[kafka]` tests once ran against a noida-db stack that way."""
+    from tests.conftest import BOTH_BUSES
+
+    blind = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if path.parent.name not in BOTH_BUSES:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        if module_marks(tree) & {"embedded_only", "kafka_only"}:
+            continue  # one pass only: built once is right
+        for node in tree.body:
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            decorators = ast.unparse(node.decorator_list)
+            wide = "fixture" in decorators and ("module" in decorators or "session" in decorators)
+            if (
+                wide
+                and called(node) & (STARTS_A_BROKER | {"document_store"})
+                and "bus" not in {a.arg for a in node.args.args}
+            ):
+                blind.append(f"{path.relative_to(TESTS)}::{node.name}")
+    assert not blind, blind

@@ -86,7 +86,7 @@ def bad_inputs() -> dict[str, list[tuple[bytes, bytes]]]:
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def first_run(bus: str, tmp_path_factory: pytest.TempPathFactory) -> dict:  # bus: once per broker pass
     """One run: good documents shuffled with duplicates, hostile input between them, an incomplete document."""
     from streams.ops.pipeline import LocalPipeline
     from tests.integration.conftest import pipeline_settings

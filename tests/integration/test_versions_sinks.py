@@ -208,17 +208,17 @@ def replay_state(pipeline: LocalPipeline, sinks: Sinks, total: int, lineage: str
 
 
 @pytest.fixture(scope="module")
-def forward(tmp_path_factory, embedder) -> dict:
+def forward(bus: str, tmp_path_factory, embedder) -> dict:  # bus: once per broker pass
     return run_amendments(tmp_path_factory.mktemp("forward"), [0, 1], embedder, redeliver=True)
 
 
 @pytest.fixture(scope="module")
-def replayed(tmp_path_factory, embedder) -> dict:
+def replayed(bus: str, tmp_path_factory, embedder) -> dict:  # bus: once per broker pass
     return run_amendments(tmp_path_factory.mktemp("replay"), [0, 1], embedder, replay=RELABEL)
 
 
 @pytest.fixture(scope="module")
-def retuned(tmp_path_factory, embedder) -> dict:
+def retuned(bus: str, tmp_path_factory, embedder) -> dict:  # bus: once per broker pass
     return run_amendments(tmp_path_factory.mktemp("retune"), [0, 1], embedder, replay=RETUNE)
 
 

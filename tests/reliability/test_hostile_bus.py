@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> dict:
+def run(bus: str, tmp_path_factory) -> dict:  # bus: built once per broker pass, on that broker
     kinds = cases()
     avro = AvroCodec().encode("page_event", make_pages("k22", ["truncated avro"])[0].model_dump(mode="json"))
     kinds = [(k, c, m if m else [(b"k22", avro[:-6])]) for k, c, m in kinds]
