@@ -51,6 +51,35 @@ def user_env(data_dir: Path, **env: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in TEST_ONLY}, "STREAMS_DATA_DIR": str(data_dir), **env}
 
 
+def up_settings(data_dir: Path) -> Settings:
+    """The settings a `streams up` in `data_dir` wrote to its up.json (broker, deployment, stores), as every
+    command run beside it reads them."""
+    import json
+
+    saved = json.loads((data_dir / "up.json").read_text())
+    return Settings(**saved["settings"], data_dir=data_dir, strategies=saved["strategies"])
+
+
+def audited(settings: Settings, stores: tuple[str, ...] = ("mongo", "vectors"), timeout: float = 240):
+    """The audit of every strategy of `settings`, run in this process (no interpreter start per look) until
+    it finds document versions and no gap, or at the timeout: the last report either way."""
+    import time
+
+    from streams.ops.audit import audit, audit_stores
+
+    deadline = time.monotonic() + timeout
+    while True:
+        opened = audit_stores(settings, list(stores))
+        try:
+            report, _ = audit(settings, list(settings.strategies), opened)
+        finally:
+            for store in opened:
+                store.close()
+        if (report.versions and not report.gaps) or time.monotonic() > deadline:
+            return report
+        time.sleep(1)
+
+
 def start_up(data_dir: Path, *args: str, stderr: int = subprocess.DEVNULL, **env: str) -> subprocess.Popen:
     """`streams up --json ARGS` as a user runs it in a terminal of its own (its own data directory and
     process group, no STREAMS_BROKER or deployment of the test's; `env` adds the user's): read its first

@@ -7,18 +7,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
 from pymongo import MongoClient
 
-from streams.ops.audit import AuditReport, audit, audit_stores
 from streams.ops.embedded import broker, document_store
-from streams.settings import Settings
 from tests.cli import streams
-from tests.integration.conftest import start_up, user_env
+from tests.integration.conftest import audited, start_up, up_settings, user_env
 
 # The broker and the store are the test's own: what it asserts is every name on them.
 pytestmark = [pytest.mark.integration, pytest.mark.own_services]
@@ -61,7 +58,7 @@ def test_two_prefixed_deployments_share_one_broker_and_one_mongodb_apart(tmp_pat
                 assert done.returncode == 0, done.stderr
                 assert f"to {name}.pages.cleaned" in done.stderr
             for name in DEPLOYMENTS:
-                report = audited(settings_of(tmp_path / name))  # in this process, until clean
+                report = audited(up_settings(tmp_path / name))  # in this process, until clean
                 assert report.versions == 1 and not report.gaps, (name, report.as_dict())
                 done = streams("audit", "--json", "-s", "window", env=user_env(tmp_path / name), timeout=120)
                 assert done.returncode == 0, done.stderr  # and the operator's command, from up.json, agrees
@@ -95,27 +92,6 @@ def test_two_prefixed_deployments_share_one_broker_and_one_mongodb_apart(tmp_pat
             for up in ups.values():
                 up.wait(60)
     assert all(up.returncode == 0 for up in ups.values())
-
-
-def settings_of(data_dir: Path) -> Settings:
-    """A deployment's settings as its `streams up` wrote them to up.json (broker, deployment, stores)."""
-    saved = json.loads((data_dir / "up.json").read_text())["settings"]
-    return Settings(**saved, data_dir=data_dir, strategies=["window"])
-
-
-def audited(settings: Settings, timeout: float = 240) -> AuditReport:
-    """The audit of one deployment once it finds its one document version and no gap (or at the timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        stores = audit_stores(settings, ["mongo", "vectors"])
-        try:
-            report, _ = audit(settings, ["window"], stores)
-        finally:
-            for store in stores:
-                store.close()
-        if (report.versions == 1 and not report.gaps) or time.monotonic() > deadline:
-            return report
-        time.sleep(1)
 
 
 def _request(group: str):

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from streams.ops.pipeline import Collector, sample_paths
 from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.cli import streams
-from tests.integration.conftest import start_up, user_env
+from tests.integration.conftest import audited, start_up, up_settings, user_env
 
 pytestmark = pytest.mark.integration
 
@@ -44,14 +43,13 @@ def audit(env: dict, *args: str) -> tuple[int, dict, str]:
 
 
 def until_clean(env: dict, timeout: float = 240) -> dict:
-    """`streams audit` (every deployed strategy) until it finds no gap."""
-    deadline = time.monotonic() + timeout
-    while True:
-        code, report, _ = audit(env)
-        if code == 0:
-            return report
-        assert time.monotonic() < deadline, f"gaps remain: {report['gaps']} {report['details'][:5]}"
-        time.sleep(3)
+    """The audit of every deployed strategy, in this process until it finds no gap; then `streams audit`
+    as the operator runs it, whose report is returned."""
+    report = audited(up_settings(Path(env["STREAMS_DATA_DIR"])), timeout=timeout)
+    assert report.versions and not report.gaps, f"gaps remain: {report.as_dict()['details'][:5]}"
+    code, found, _ = audit(env)
+    assert code == 0, found["details"][:5]
+    return found
 
 
 def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seven(tmp_path: Path) -> None:
