@@ -136,6 +136,7 @@ def cli(settings: Settings, *args: str, **extra_env: str) -> subprocess.Complete
     env = {
         **os.environ,
         **extra_env,
+        "STREAMS_DEPLOYMENT": settings.deployment,
         "STREAMS_BROKER": settings.broker,
         "STREAMS_MONGO_URL": settings.mongo_url,
         "STREAMS_DATA_DIR": str(settings.data_dir),
