@@ -11,7 +11,8 @@ from streams.core.document import assemble
 from tests.ui.conftest import HOSTILE_ID, Stack
 from tests.ui.test_routes import stored
 
-pytestmark = pytest.mark.integration
+# The browser draws what the routes serve: the routes run on both brokers (test_routes.py), the browser on one
+pytestmark = [pytest.mark.integration, pytest.mark.one_broker]
 
 #: Per chunk, the text of every drawn run that carries it, joined in page order.
 DRAWN = """

@@ -150,6 +150,7 @@ def test_search_links_to_the_chunk_in_its_document(client) -> None:
     assert f'id="col0-{link[4]}"' in view.text
 
 
+@pytest.mark.one_broker  # no topic read: the same on either broker
 def test_try_a_file_chunks_offline_with_options_from_the_form(client) -> None:
     text = "# Title\n\n" + "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12))
     form = {"text": text, "name": "mine.md", "use.window": "on", "use.section": "on", "window.chunk_size_words": "100"}
@@ -161,6 +162,7 @@ def test_try_a_file_chunks_offline_with_options_from_the_form(client) -> None:
     assert "window" in bad.text and "chunk_size_words" in bad.text and 'class="message refused"' in bad.text
 
 
+@pytest.mark.one_broker  # no topic read: the same on either broker
 def test_try_refuses_an_upload_over_the_limit(stack: Stack) -> None:
     from starlette.testclient import TestClient
 
@@ -172,6 +174,7 @@ def test_try_refuses_an_upload_over_the_limit(stack: Stack) -> None:
         assert page.status_code == 413 and "over the limit of 1,000 bytes" in page.text
 
 
+@pytest.mark.one_broker  # no topic read: the same on either broker
 def test_read_only_unless_started_writable(client, stack: Stack) -> None:
     from starlette.testclient import TestClient
 
