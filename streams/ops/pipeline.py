@@ -133,6 +133,7 @@ class Collector:
         self.codec = AvroCodec(settings.schema_registry_url)
         self.result = Collected()
         self.documents_seen: set[tuple[str, int]] = set()  # (doc_id, amendment) assembled, with watch_documents
+        self.next_offsets: dict[tuple[str, int], int] = {}  # (topic, partition) -> the offset after the last read
         #: (doc_id, amendment, strategy, store) -> chunks, from `documents.indexed`, with watch_indexed
         self.indexed: dict[tuple[str, int, str, str], int] = {}
         self.consumer = quiet_consumer(
@@ -162,6 +163,7 @@ class Collector:
             if message is None or message.error():
                 continue
             got += 1
+            self.next_offsets[(message.topic(), message.partition())] = message.offset() + 1
             if message.topic() == self.settings.topics.chunks:
                 kind, stamp = message.timestamp()
                 self.result.add_chunk(
@@ -233,12 +235,22 @@ class Collector:
                 raise ServiceError(f"in flight after {timeout:.0f}s: {where_groups_stood(self.settings)}")
             self.poll(0.5)
         topics = {tp.topic for tp in self.consumer.assignment()}
-        ends = {t: end_offsets(self.consumer, t, range(self.settings.partitions)) for t in topics}
-        while any(
-            reached_ends(self.consumer, t, ends[t], range(self.settings.partitions)) != set(ends[t]) for t in topics
-        ):
+        partitions = range(self.settings.partitions)
+        ends = {(t, p): end for t in topics for p, end in end_offsets(self.consumer, t, partitions).items()}
+
+        def behind() -> list[tuple[str, int]]:
+            """Partitions not read to their end: neither empty, nor delivered up to it, nor (past the commit
+            markers librdkafka steps over without a record) positioned at it."""
+            left = [k for k, end in ends.items() if end > 0 and self.next_offsets.get(k, 0) < end]
+            at_end: set[tuple[str, int]] = set()
+            for topic in {t for t, _ in left}:
+                done = reached_ends(self.consumer, topic, {q: ends[(topic, q)] for q in partitions}, partitions)
+                at_end |= {(topic, q) for q in done}
+            return [k for k in left if k not in at_end]
+
+        while left := behind():
             if time.monotonic() > deadline:
-                raise ServiceError(f"could not read {', '.join(sorted(topics))} to their ends in {timeout:.0f}s")
+                raise ServiceError(f"could not read {left[:3]} to their ends in {timeout:.0f}s")
             self.poll(0.2)
 
     def pause(self) -> None:

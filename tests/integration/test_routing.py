@@ -16,7 +16,6 @@ import pytest
 from streams.ingest.files import page_events
 from streams.ops.demo import DEFAULT_DEMO
 from streams.ops.pipeline import Collector, sample_paths
-from streams.settings import Settings
 from streams.sinks.mongo import MongoSink
 from tests.cli import streams
 from tests.integration.conftest import audited, start_up, up_settings, user_env
@@ -62,7 +61,7 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
         published = cli(env, "publish", *map(str, sample_paths()), str(generic))
         assert published.returncode == 0, published.stderr
         report = until_clean(env)
-        settings = Settings(broker=first["broker"], data_dir=tmp_path / "var")
+        settings = up_settings(tmp_path / "var")  # as a command beside the stack reads it
         collector = Collector(settings)
         collector.poll(3.0)
         collector.close()
@@ -138,7 +137,7 @@ def test_documents_published_without_a_type_reach_the_strategy_built_for_them(tm
         assert published.returncode == 0, published.stderr
         report = until_clean(env)
         assert report["strategies"] == ["letter", "section"]
-        collector = Collector(Settings(broker=first["broker"], data_dir=tmp_path / "var"))
+        collector = Collector(up_settings(tmp_path / "var"))
         collector.poll(3.0)
         collector.close()
         result = collector.result

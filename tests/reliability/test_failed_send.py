@@ -46,7 +46,7 @@ FAIL_ONCE = textwrap.dedent(
 
 
     async def send(self, *args, **kwargs):
-        if self.get_topic_name() == "chunks.created" and not _marker.exists():
+        if self.get_topic_name().endswith("chunks.created") and not _marker.exists():  # under any deployment
             _sent[0] += 1
             if _sent[0] == 3:
                 _marker.write_text("raised")
