@@ -311,20 +311,18 @@ def names_on(service: EmbeddedProcess) -> tuple[set[str], set[str]]:
 
 
 def give_back(pool: Pool, deployment: str, borrowed: set[str], before: tuple[set[str], set[str]] | None) -> None:
-    """Delete what a test made on the pool's services (its deployment's topics, and any other topic or
-    group that was not there when it borrowed them), so the next test starts on a clean, small broker."""
-    if "broker" in borrowed and (service := pool.services.get("broker")) is not None and service.alive():
+    """Delete what a test made on the pool's services (every topic and group that was not on the broker
+    when it borrowed it: `before`, taken at the first loan), so the next test starts on a small broker."""
+    if before is not None and (service := pool.services.get("broker")) is not None and service.alive():
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": service.address})
         try:
             topics, groups = names_on(service)
-            old_topics, old_groups = before or (set(), set())
-            made = sorted(t for t in topics - old_topics if t.startswith(f"{deployment}.") or before is not None)
-            if made:
+            if made := sorted(topics - before[0]):
                 for future in admin.delete_topics(made, operation_timeout=30).values():
                     future.result(30)
-            if new_groups := sorted(groups - old_groups if before is not None else ()):
+            if new_groups := sorted(groups - before[1]):
                 for future in admin.delete_consumer_groups(new_groups, request_timeout=10).values():
                     with contextlib.suppress(Exception):  # a member still expiring: the group holds no topic now
                         future.result(10)

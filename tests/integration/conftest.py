@@ -65,19 +65,24 @@ def audited(settings: Settings, stores: tuple[str, ...] = ("mongo", "vectors"), 
     it finds document versions and no gap, or at the timeout: the last report either way."""
     import time
 
-    from streams.ops.audit import audit, audit_stores
-
     deadline = time.monotonic() + timeout
     while True:
-        opened = audit_stores(settings, list(stores))
-        try:
-            report, _ = audit(settings, list(settings.strategies), opened)
-        finally:
-            for store in opened:
-                store.close()
+        report = audit_once(settings, list(settings.strategies), stores)
         if (report.versions and not report.gaps) or time.monotonic() > deadline:
             return report
         time.sleep(1)
+
+
+def audit_once(settings: Settings, strategies: list[str], stores: tuple[str, ...] = ("mongo", "vectors")):
+    """What `streams audit -s ...` reports, from this process: the stores opened for it and closed again."""
+    from streams.ops.audit import audit, audit_stores
+
+    opened = audit_stores(settings, list(stores))
+    try:
+        return audit(settings, strategies, opened)[0]
+    finally:
+        for store in opened:
+            store.close()
 
 
 def start_up(data_dir: Path, *args: str, stderr: int = subprocess.DEVNULL, **env: str) -> subprocess.Popen:

@@ -117,6 +117,7 @@ def audit_names_the_gaps_and_repair_closes_them(
     whatever the broker lost, none of it beyond repair; `--repair` re-chunks each version missing rows or
     chunking; the audit then exits 0. Returns the gaps other than the forced one: what the broker lost."""
     from streams.ops.audit import UNREPAIRABLE
+    from tests.integration.conftest import audit_once
     from tests.integration.test_ledger import cli
 
     settings = pipeline.settings
@@ -136,25 +137,13 @@ def audit_names_the_gaps_and_repair_closes_them(
     rechunk = {d["doc_id"] for d in again["details"] if d["kind"] in ("not_chunked", "rows_missing")}
     assert doc_id in rechunk and again["repaired"]["rechunked"] == len(rechunk), again
     deadline = time.monotonic() + 180
-    while (report := in_process_audit(settings, strategy)).gaps:  # in this process: no interpreter per look
+    while (report := audit_once(settings, [strategy])).gaps:  # in this process: no interpreter per look
         assert time.monotonic() < deadline, f"gaps remain after the repair: {report.as_dict()['details'][:5]}"
         pipeline.check_workers()
         time.sleep(1)
     last = cli(settings, "audit", "--json", "-s", strategy)
     assert last.returncode == 0 and not any(json.loads(last.stdout)["gaps"].values()), last.stdout[-2000:]
     return lost
-
-
-def in_process_audit(settings: Settings, strategy: str):
-    """What `streams audit -s STRATEGY` reports, from this process."""
-    from streams.ops.audit import audit, audit_stores
-
-    stores = audit_stores(settings, ["mongo", "vectors"])
-    try:
-        return audit(settings, [strategy], stores)[0]
-    finally:
-        for store in stores:
-            store.close()
 
 
 def members(settings: Settings) -> dict[str, set[tuple[str, int]]]:
