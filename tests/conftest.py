@@ -32,7 +32,7 @@ from streams.core.events import PageEvent
 from streams.ops.processes import EmbeddedProcess
 from tests.debian import ensure
 
-pytest_plugins = ["tests.interrupt"]  # SIGTERM tears fixtures down, as Ctrl-C does
+pytest_plugins = ["tests.interrupt", "tests.schedule"]  # SIGTERM tears fixtures down; how xdist shares tests
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -233,16 +233,27 @@ class Pool:
 
 
 @pytest.fixture(scope="session")
-def pool(bus: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
-    """One broker (of this pass's kind) and one document store, shared by the tests that start neither
+def pools() -> Iterator[dict[str, Pool]]:
+    """Each broker kind's pool, kept for the whole session: a worker that goes from a `[kafka]` file to a
+    unit test and on to a `[noida]` one keeps both pools, where a session fixture depending on `bus` would
+    be torn down and started again at every such switch."""
+    made: dict[str, Pool] = {}
+    yield made
+    for shared in made.values():
+        shared.close()
+
+
+@pytest.fixture
+def pool(bus: str, pools: dict[str, Pool], tmp_path_factory: pytest.TempPathFactory) -> Pool:
+    """One broker (of this test's kind) and one document store, shared by the tests that start neither
     themselves nor at module scope."""
-    shared = Pool(tmp_path_factory.mktemp(f"pool-{bus}"), bus)
-    yield shared
-    shared.close()
+    if bus not in pools:
+        pools[bus] = Pool(tmp_path_factory.mktemp(f"pool-{bus}"), bus)
+    return pools[bus]
 
 
 #: Fixtures of a wider scope that a lending test may use: none of them starts a broker or a store.
-LENDING_SAFE = {"bus", "onnx_dir", "pool", "tmp_path_factory", "monkeypatch", "worker_id"}
+LENDING_SAFE = {"bus", "onnx_dir", "pool", "pools", "tmp_path_factory", "monkeypatch", "worker_id"}
 DEPLOYMENTS = iter(range(1, 1_000_000))
 
 

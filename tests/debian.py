@@ -4,6 +4,8 @@ and docker-compose for the deployment files)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -14,6 +16,18 @@ from pathlib import Path
 import pytest
 
 _updated = False
+
+
+@contextlib.contextmanager
+def _machine_lock() -> object:
+    """One apt-get at a time on this machine: the suite's workers (pytest-xdist) may each want a package,
+    and a second apt-get beside the first fails on dpkg's lock instead of waiting for it."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    root = Path(cache) / "streams" / "debian"
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / ".apt.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _prefix() -> tuple[list[str], str]:
@@ -48,7 +62,8 @@ def install(*packages: str) -> str:
     prefix, why = _prefix()
     if why:
         return f"{why}: cannot apt-get install {' '.join(packages)}"
-    return _apt(prefix, ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages])
+    with _machine_lock():  # a package another worker installed meanwhile is a quick no-op here
+        return _apt(prefix, ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages])
 
 
 def ensure(commands: dict[str, str]) -> str:
@@ -75,6 +90,13 @@ def unpacked(command: str, package: str) -> tuple[str, str]:
         return str(binary), ""
     if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
         return "", "no apt-get or dpkg-deb on this machine"
+    with _machine_lock():
+        if binary.is_file():  # another worker unpacked it meanwhile
+            return str(binary), ""
+        return _unpack(command, package, root, binary)
+
+
+def _unpack(command: str, package: str, root: Path, binary: Path) -> tuple[str, str]:
     prefix, no_root = _prefix()  # apt-get download needs no root; the index update does (skipped without)
     if not no_root and (why := _apt(prefix)):
         return "", why
