@@ -125,9 +125,9 @@ class MongoEmbeddingStore:
     def __init__(self, url: str, database: str, collection: str = "embeddings", ttl_days: int = 30) -> None:
         from pymongo import MongoClient
 
-        from streams.sinks.mongo import SOCKET_TIMEOUT_MS  # a store that stops answering fails, not hangs
+        from streams.sinks.mongo import client_options  # a store that stops answering fails, not hangs
 
-        self.client: Any = MongoClient(url, serverSelectionTimeoutMS=10_000, socketTimeoutMS=SOCKET_TIMEOUT_MS)
+        self.client: Any = MongoClient(url, **client_options(url, 10_000))
         self.collection = self.client[database][collection]
         self.collection.create_index("used", expireAfterSeconds=ttl_days * 86_400)
 

@@ -183,6 +183,13 @@ class Settings(BaseSettings):
     max_message_bytes: int = Field(
         52_428_800, ge=1, description="the largest record produced or fetched (a dead letter may add 64 KiB)"
     )
+    connect_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=600.0,
+        description="how long a command's first contact with the broker (the credentials check, creating topics) "
+        "waits for an answer before it gives up with one line",
+    )
     session_timeout_s: float = Field(
         10.0,
         ge=1.0,

@@ -50,8 +50,9 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     return specs
 
 
-def ensure_topics(settings: Settings, timeout: float = 30.0) -> list[str]:
+def ensure_topics(settings: Settings, timeout: float | None = None) -> list[str]:
     """Create missing topics; returns the names created. Existing topics are left as they are."""
+    timeout = timeout or settings.connect_timeout_s
     admin = AdminClient(client_config(settings))
     existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = [

@@ -188,7 +188,7 @@ class BrokerRefused(ConfigError):
     """The broker refused this process's credentials or certificate: a bad setting, not a passing outage."""
 
 
-def check_credentials(settings: Settings, timeout: float = 20.0) -> None:
+def check_credentials(settings: Settings, timeout: float | None = None) -> None:
     """With security on, connect once before anything starts: a wrong password or an untrusted certificate
     is one clear line and a refusal to start (exit 78, which supervisors do not retry), instead of clients
     retrying for ever. A broker that does not answer at all is left to the clients' own retries.
@@ -203,7 +203,7 @@ def check_credentials(settings: Settings, timeout: float = 20.0) -> None:
         return
     errors: list[KafkaError] = []
     admin = AdminClient({**client_config(settings), "error_cb": errors.append})
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + (timeout or settings.connect_timeout_s)
     while time.monotonic() < deadline:
         try:
             admin.list_topics(timeout=1.0)

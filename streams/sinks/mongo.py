@@ -42,6 +42,14 @@ def chunk_document(record: ChunkRecord) -> dict[str, Any]:
     return body
 
 
+def client_options(url: str, timeout_ms: int) -> dict[str, int]:
+    """The timeouts a MongoClient of the project gets, save those its URL sets itself: pymongo lets keyword
+    arguments win over the URL, so `?serverSelectionTimeoutMS=500` in STREAMS_MONGO_URL was ignored."""
+    query = url.partition("?")[2].lower()
+    chosen = {"serverSelectionTimeoutMS": timeout_ms, "socketTimeoutMS": SOCKET_TIMEOUT_MS}
+    return {key: value for key, value in chosen.items() if f"{key.lower()}=" not in query}
+
+
 class MongoSink:
     name = "mongo"
     holds_tables = True
@@ -49,9 +57,7 @@ class MongoSink:
     def __init__(self, url: str, database: str = "streams", collection: str = "chunks", timeout_ms: int = 10_000):
         # A store that stops answering (frozen, or a network that drops packets) fails a write after
         # SOCKET_TIMEOUT_MS, which the sink retries and logs; without it the write waited for ever, silently.
-        self.client: MongoClient = MongoClient(
-            url, serverSelectionTimeoutMS=timeout_ms, socketTimeoutMS=SOCKET_TIMEOUT_MS, tz_aware=True
-        )
+        self.client: MongoClient = MongoClient(url, **client_options(url, timeout_ms), tz_aware=True)
         self.collection: Collection = self.client[database][collection]
 
     @classmethod

@@ -29,7 +29,8 @@ def test_redacted_settings_mask_every_secret(monkeypatch) -> None:
 
 
 def test_failing_commands_print_no_secret(tmp_path) -> None:
-    env = {**os.environ, **SECRETS, "STREAMS_DATA_DIR": str(tmp_path)}
+    # the broker's wait is a setting and the store's is the URL's own: both fail in seconds, not in a minute
+    env = {**os.environ, **SECRETS, "STREAMS_DATA_DIR": str(tmp_path), "STREAMS_CONNECT_TIMEOUT_S": "2"}
     for args in (["sink", "mongo"], ["topics"]):
         done = streams(*args, env=env, timeout=120)
         output = done.stdout + done.stderr

@@ -132,3 +132,12 @@ def test_a_retired_document_is_reported_as_retired_not_missing(sink: MongoSink) 
     tracker.add(manifest_for(records), partition=0, offset=0)
     [event] = tracker.check()
     assert event.outcome == "retired"
+
+
+def test_the_urls_own_timeouts_win_over_the_projects() -> None:
+    """pymongo lets a keyword argument win over the URL's option: a timeout set in STREAMS_MONGO_URL was
+    ignored for the project's 10 s until the project passed only the ones the URL leaves unset."""
+    own = MongoSink("mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500&socketTimeoutMS=700").client.options
+    default = MongoSink("mongodb://127.0.0.1:1/").client.options
+    assert own.server_selection_timeout == 0.5 and own.pool_options.socket_timeout == 0.7
+    assert default.server_selection_timeout == 10.0 and default.pool_options.socket_timeout == 120.0
