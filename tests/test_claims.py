@@ -137,12 +137,17 @@ def marks_of(path: Path, name: str) -> set[str]:
     if "::" in name:
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name.split("::")[0])
         nodes += cls.decorator_list
-    return {
+    marks = {
         sub.attr
         for node in nodes
         for sub in ast.walk(node)
         if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) and sub.value.attr == "mark"
     }
+    for node in nodes:  # `one_broker("kafka")`: the broker it names, as `one_broker:kafka`
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and ast.unparse(sub.func).endswith("mark.one_broker") and sub.args:
+                marks.add(f"one_broker:{ast.literal_eval(sub.args[0])}")
+    return marks
 
 
 def shown_on(rows_tests: list[tuple[str, str]], root: Path = REPO) -> str:
@@ -160,7 +165,10 @@ def shown_on(rows_tests: list[tuple[str, str]], root: Path = REPO) -> str:
         elif "embedded_only" in marks:
             brokers.add(NOIDA)
         elif path.parent.name in BOTH_BUSES and "integration" in marks:
-            brokers |= {NOIDA} if "one_broker" in marks else {NOIDA, KAFKA}
+            if "one_broker:kafka" in marks:
+                brokers.add(KAFKA)
+            else:
+                brokers |= {NOIDA} if "one_broker" in marks else {NOIDA, KAFKA}
     if brokers == {NOIDA, KAFKA}:
         return BOTH
     return brokers.pop() if brokers else NONE
@@ -266,3 +274,21 @@ def test_the_checker_finds_each_kind_of_mistake(tmp_path: Path) -> None:
     for reason in expected:
         assert sum(reason in line for line in found) == 1, (reason, found)
     assert len(found) == len(expected), found
+
+
+def test_shown_on_reads_the_broker_a_test_runs_on(tmp_path: Path) -> None:
+    """`one_broker` alone is noida-db, `one_broker("kafka")` Kafka, neither both (bus suites only)."""
+    (tmp_path / "tests" / "integration").mkdir(parents=True)
+    (tmp_path / "tests" / "integration" / "test_b.py").write_text(
+        "import pytest\n\npytestmark = pytest.mark.integration\n\n"
+        "def test_both(): pass\n\n"
+        "@pytest.mark.one_broker\ndef test_noida(): pass\n\n"
+        "@pytest.mark.one_broker('kafka')\ndef test_kafka(): pass\n\n"
+        "@pytest.mark.kafka_only\ndef test_only(): pass\n",
+        encoding="utf-8",
+    )
+    on = {n: shown_on([("tests/integration/test_b.py", f"test_{n}")], tmp_path) for n in ("both", "noida", "kafka")}
+    assert on == {"both": BOTH, "noida": NOIDA, "kafka": KAFKA}
+    pair = [("tests/integration/test_b.py", "test_noida"), ("tests/integration/test_b.py", "test_kafka")]
+    assert shown_on(pair, tmp_path) == BOTH
+    assert shown_on([("tests/integration/test_b.py", "test_only")], tmp_path) == KAFKA

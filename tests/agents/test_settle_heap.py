@@ -31,5 +31,6 @@ def test_startup_garbage_is_collected_and_the_rest_frozen(thawed: None) -> None:
     del a, b
     frozen = settle_heap()
     assert garbage() is None  # freezing first would have kept it forever
-    assert frozen == gc.get_freeze_count() > 0
+    # another thread (pytest-xdist's channel) may free a few frozen objects meanwhile, never add to them
+    assert 0.99 * frozen <= gc.get_freeze_count() <= frozen and frozen > 0
     assert not any(o is kept for o in gc.get_objects())  # full passes no longer walk it

@@ -32,6 +32,7 @@ def note(path: Path, name: str) -> Path:
     return path
 
 
+@pytest.mark.one_broker("kafka")  # sharing one cluster between deployments is a Kafka deployment's case
 def test_two_prefixed_deployments_share_one_broker_and_one_mongodb_apart(tmp_path: Path, bus: str) -> None:
     with broker(tmp_path / "shared") as kafka, document_store(tmp_path / "shared") as mongo:
         shared = {"STREAMS_BROKER": kafka.address, "STREAMS_MONGO_URL": f"mongodb://{mongo.address}"}

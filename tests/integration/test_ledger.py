@@ -145,6 +145,7 @@ def cli(settings: Settings, *args: str, **extra_env: str) -> subprocess.Complete
     return streams(*args, env=env, timeout=600)
 
 
+@pytest.mark.one_broker("kafka")  # the ledger is the sinks' and the store's: the broker under them has its own tests
 def test_indexed_once_per_version_and_store_then_audit_finds_and_repairs_hand_damage(tmp_path: Path) -> None:
     docs = solicitations([*documents(6), make_pages("priced", [TABLE_DOC])])
     bad = make_pages("refused", ["   "])  # blank: dead-lettered by the assembler, never repaired

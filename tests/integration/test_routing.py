@@ -51,6 +51,7 @@ def until_clean(env: dict, timeout: float = 240) -> dict:
     return found
 
 
+@pytest.mark.one_broker  # routing and the audit read records, not a broker: the transport has its own tests
 def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seven(tmp_path: Path) -> None:
     up = start_up(tmp_path / "var", "--no-ui")
     env = user_env(tmp_path / "var")
@@ -121,6 +122,7 @@ def test_each_strategy_takes_its_documents_and_the_default_audit_covers_all_seve
 ROUTING_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "routing"
 
 
+@pytest.mark.one_broker  # the classifier runs before any broker is involved
 def test_documents_published_without_a_type_reach_the_strategy_built_for_them(tmp_path: Path, bus: str) -> None:
     """A shareholder letter as raw PDF text (its performance table first, the salutation on page 2, no
     "letter" in its name) and a draft RFP whose file name runs the acronym into the next word, published

@@ -219,6 +219,7 @@ def test_a_killed_broker_is_restarted_and_the_workers_wait_for_it(tmp_path: Path
     assert restarted_workers == [], events  # they waited for the broker instead of crashing
 
 
+@pytest.mark.one_broker  # the supervisor's own rule: broker-agnostic
 def test_a_crash_loop_is_stopped_as_failed_and_the_rest_stays_up(tmp_path: Path) -> None:
     events: list[str] = []
     # Five crashes, however long this machine takes to start a process five times: the window is an hour.
@@ -272,6 +273,7 @@ def _frozen_until_restarted(pipeline: LocalPipeline, role: str, pages: list) -> 
     return store
 
 
+@pytest.mark.one_broker  # a frozen store, not a broker: broker-agnostic
 def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_everything(
     tmp_path: Path, bus: str
 ) -> None:
@@ -308,6 +310,7 @@ def test_a_sink_stuck_on_a_frozen_store_exits_as_stalled_and_its_restart_stores_
     assert rows == expected
 
 
+@pytest.mark.one_broker  # a frozen embedding store, not a broker: broker-agnostic
 def test_a_chunker_stuck_on_a_frozen_embedding_store_exits_as_stalled_and_its_restart_chunks_everything(
     tmp_path: Path, bus: str
 ) -> None:
