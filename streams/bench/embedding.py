@@ -2,6 +2,11 @@
 
 - The forward pass alone per backend (torch, onnx, onnx-int8): CPU ms per page to embed every sentence
   unit of the documents once, on one thread, and how far each backend's vectors are from torch's.
+- The graph (`graphs`): the graph the project writes from the model's weights beside the graph torch's
+  exporter gives (the project's graph until 2026-12), each with ONNX Runtime's default fusions and with
+  SkipLayerNormFusion off, interleaved on one thread, on sentences and on long passages: CPU ratios to the
+  exported graph, and GFLOP/s of the whole forward pass against numpy's sgemm on one core (the measured
+  FMA peak).
 - The pipeline on the embedded broker: `semantic` alone, then `semantic` and `cluster` deployed together
   with the shared embedding store and without it. The co-deployment ratio is the two workers' CPU per
   page over the one worker's: 2 would mean every sentence embedded twice, 1 embedded once.
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +83,132 @@ def forward_pass(sentences: list[str], pages: int, backends: Sequence[str], expo
     return figures
 
 
+LAYER_FLOPS = "8H^2 + 4HI + 4TH per token and layer (QKV and output projections, feed-forward, attention)"
+
+
+def torch_export(model_path: Path, target: Path) -> None:
+    """The graph as torch's exporter writes it from the model (the baseline of `graphs`; needs torch)."""
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_path), local_files_only=True).eval()
+    sample = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    torch.onnx.export(
+        model,
+        (sample, sample.clone(), torch.zeros_like(sample)),  # one tensor twice would fuse the inputs
+        str(target),
+        input_names=["input_ids", "attention_mask", "token_type_ids"],
+        output_names=["last_hidden_state", "pooler_output"],
+        dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+        opset_version=17,
+        dynamo=True,
+        external_data=False,
+        verbose=False,
+    )
+
+
+def sgemm_gflops(size: int = 1024, seconds: float = 1.0) -> float:
+    """numpy's float32 matrix product on one core, in GFLOP/s: the FMA peak as this machine reaches it."""
+    a = np.random.default_rng(0).standard_normal((size, size), dtype=np.float32)
+    b = a.T.copy()
+    a @ b  # warm up
+    runs, started = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        a @ b
+        runs += 1
+    return 2 * size**3 * runs / elapsed / 1e9
+
+
+def _batches(model: Any, texts: list[str]) -> list[dict[str, np.ndarray]]:
+    """Feeds as the embedder makes them: at most 16 texts of one token length, so nothing is padded."""
+    by_length: dict[int, list[list[int]]] = {}
+    for encoding in model.tokenizer.encode_batch(texts):
+        by_length.setdefault(len(encoding.ids), []).append(encoding.ids)
+    feeds = []
+    for rows in by_length.values():
+        for start in range(0, len(rows), 16):
+            ids = np.array(rows[start : start + 16], dtype=np.int64)
+            feeds.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+    return feeds
+
+
+def _flops(config: dict[str, Any], feeds: list[dict[str, np.ndarray]]) -> float:
+    hidden, inner, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    total = 0.0
+    for feed in feeds:
+        count, tokens = feed["input_ids"].shape
+        total += count * tokens * layers * (8 * hidden**2 + 4 * hidden * inner + 4 * tokens * hidden)
+    return total
+
+
+def graph_figures(sentences: list[str], export_dir: Path, rounds: int = 5) -> dict[str, Any]:
+    """The built graph beside the exported one, each with and without SkipLayerNormFusion (see the module)."""
+    import json
+    import tempfile
+
+    import onnxruntime as ort
+
+    from streams.core.embedding import default_model_path
+    from streams.core.onnx_model import OnnxSentenceModel, export
+
+    model_path = Path(default_model_path())
+    config = json.loads((model_path / "config.json").read_text())
+    built = export(model_path, export_dir, quantized=False)
+    model = OnnxSentenceModel(str(model_path), export_dir, threads=1)
+    words = " ".join(sentences).split()
+    passages = [" ".join(words[i : i + 170]) for i in range(0, min(len(words), 170 * 48), 170)]  # ~240 pieces
+    sets = {"sentences": _batches(model, sentences), "passages": _batches(model, passages)}
+    graphs: dict[str, Path] = {"built": built}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            exported = Path(tmp) / "exported.onnx"
+            torch_export(model_path, exported)
+            graphs = {"exported": exported, "built": built}
+        except ImportError:  # a run install has no torch: the built graph alone, without its baseline
+            pass
+        sessions = {}
+        for name, path in graphs.items():
+            for fused in (True, False):
+                options = ort.SessionOptions()
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.intra_op_num_threads = options.inter_op_num_threads = 1
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                off = [] if fused else ["SkipLayerNormFusion"]
+                label = name if fused else f"{name}, SkipLayerNormFusion off"
+                sessions[label] = ort.InferenceSession(
+                    str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=off
+                )
+        cpu: dict[str, dict[str, list[float]]] = {label: {s: [] for s in sets} for label in sessions}
+        outputs: dict[str, np.ndarray] = {}
+        with single_core():
+            for _ in range(rounds):  # interleaved: a noisy moment costs every variant alike
+                for label, session in sessions.items():
+                    for set_name, feeds in sets.items():
+                        started = time.process_time()
+                        states = [session.run(["last_hidden_state"], feed)[0] for feed in feeds]
+                        cpu[label][set_name].append(time.process_time() - started)
+                        outputs.setdefault(f"{label}|{set_name}", np.concatenate([s.mean(axis=1) for s in states]))
+            peak = sgemm_gflops()
+    base = next(iter(sessions))
+    figures: dict[str, Any] = {"baseline": base, "sgemm_gflops_one_core": round(peak, 1), "flops": LAYER_FLOPS}
+    for label in sessions:
+        row: dict[str, Any] = {}
+        for set_name, feeds in sets.items():
+            best = min(cpu[label][set_name])
+            gflops = _flops(config, feeds) / best / 1e9
+            mine, theirs = outputs[f"{label}|{set_name}"], outputs[f"{base}|{set_name}"]
+            row[set_name] = {
+                "cpu_s": round(best, 3),
+                "speedup_vs_baseline": round(min(cpu[base][set_name]) / best, 3),
+                "gflops": round(gflops, 1),
+                "of_sgemm_peak": round(gflops / peak, 3),
+                "max_abs_diff_to_baseline": float(np.abs(mine - theirs).max()),
+            }
+        figures[label] = row
+    return figures
+
+
 def _chunker_cpu(run: dict[str, Any]) -> float:
     return sum(v for k, v in run.get("cpu_ms_per_page", {}).items() if k.startswith("chunker:"))
 
@@ -86,6 +218,7 @@ def run_embedding_bench(
     backends: Sequence[str] = BACKENDS,
     pipeline: bool = True,
     progress: Progress | None = None,
+    graphs: bool = True,
 ) -> dict[str, Any]:
     from streams.settings import load_settings
 
@@ -102,6 +235,10 @@ def run_embedding_bench(
         if progress:
             progress("forward pass per backend", 0, 1)
         report["forward_pass"] = forward_pass(sentences, pages, list(backends), load_settings().onnx_dir)
+    if graphs:
+        if progress:
+            progress("graphs: built and exported", 0, 1)
+        report["graphs"] = graph_figures(sentences, load_settings().onnx_dir)
     if pipeline:
         runs: dict[str, Any] = {}
         plan = [

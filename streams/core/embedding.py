@@ -33,10 +33,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from streams.core.bert_graph import GRAPH
 from streams.core.model_files import model_fingerprint, sentence_config
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
+DEVICES = ("auto", "cpu", "cuda")
+CUDA = "CUDAExecutionProvider"
 #: What happens to a text longer than the model reads: cut at the limit, or the mean of windows.
 LONG_TEXTS = ("truncate", "mean")
 
@@ -87,10 +90,21 @@ class Backend:
 
     name: str = "onnx"
     export_dir: Path | None = None
+    device: str = "auto"  # ONNX backends: "auto" (CUDA where there is one), "cpu" or "cuda"
 
     def __post_init__(self) -> None:
         if self.name not in BACKENDS:
             raise EmbeddingUnavailable(f"unknown embedding backend {self.name!r}: use one of {', '.join(BACKENDS)}")
+        if self.device not in DEVICES:
+            raise EmbeddingUnavailable(f"unknown embedding device {self.device!r}: use one of {', '.join(DEVICES)}")
+
+    def on_cuda(self) -> bool:
+        """Whether the ONNX backends run on CUDA here: asked for (or "auto") and offered by ONNX Runtime."""
+        if self.name == "torch" or self.device == "cpu":
+            return False
+        from streams.core.onnx_model import available_providers
+
+        return CUDA in available_providers()
 
 
 class Embedder:
@@ -138,7 +152,9 @@ class Embedder:
     def model_key(self) -> str:
         """Identity of the vectors in a shared store: model name, backend, a fingerprint of its files, and
         how long texts are embedded (a deployment uses one way; the two never share a long text's vector)."""
-        key = f"{self.model_name}:{self.backend.name}:{model_fingerprint(Path(self.model_path))}"
+        backend = self.backend.name if self.backend.name == "torch" else f"{self.backend.name}-{GRAPH}"
+        backend += "-cuda" if self.backend.on_cuda() else ""  # GPU kernels round differently: never mixed
+        key = f"{self.model_name}:{backend}:{model_fingerprint(Path(self.model_path))}"
         return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
 
     @functools.cached_property
@@ -190,7 +206,12 @@ class Embedder:
             if not Path(self.model_path).is_dir():
                 raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
             if self.backend.name == "torch":
-                from sentence_transformers import SentenceTransformer
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:  # the run install has no torch: say what to install
+                    raise EmbeddingUnavailable(
+                        "the torch backend needs sentence-transformers and torch: pip install -e '.[torch]'"
+                    ) from exc
 
                 if self.threads:
                     import torch
@@ -205,6 +226,7 @@ class Embedder:
                     self.backend.export_dir or Path(self.model_path) / "onnx",
                     quantized=self.backend.name == "onnx-int8",
                     threads=self.threads,
+                    device=self.backend.device,
                 )
         return self._model
 

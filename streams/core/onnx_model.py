@@ -1,8 +1,8 @@
 """The sentence model on ONNX Runtime: the same vectors as sentence-transformers up to float rounding, less CPU.
 
-The graph is exported from the packaged weights on first use (torch's exporter, a few seconds) into
-`export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and the graph
-appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
+The graph is written from the packaged weights on first use (streams.core.bert_graph: no torch, about a
+second) into `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and
+the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
 dynamic int8 quantisation of the weights: faster, but its vectors move, so it is opt-in and has its own
 cache identity (figures for both: docs/benchmarks.md, Embedding).
 """
@@ -10,6 +10,7 @@ cache identity (figures for both: docs/benchmarks.md, Embedding).
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import tempfile
 from collections.abc import Sequence
@@ -18,23 +19,24 @@ from typing import Any
 
 import numpy as np
 
+from streams.core.bert_graph import GRAPH, UnknownModel, bert_graph
 from streams.core.model_files import model_fingerprint, sentence_config
 
 
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
-    """The exported graph for this model, exporting it under a lock if it is not there yet."""
+    """The graph for this model, built under a lock if it is not there yet."""
     export_dir.mkdir(parents=True, exist_ok=True)
-    plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}.onnx"
+    plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}-{GRAPH}.onnx"
     name = plain.name.replace(".onnx", "-int8.onnx") if quantized else plain.name
     target = export_dir / name
     if target.is_file():
         return target
     with open(export_dir / ".export.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file():  # another process exported it while we waited
+        if target.is_file():  # another process built it while we waited
             return target
         if not plain.is_file():
-            _export_fp32(model_path, plain)
+            _build_fp32(model_path, plain)
         if quantized:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -45,35 +47,49 @@ def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
     return target
 
 
-def _export_fp32(model_path: Path, target: Path) -> None:
-    import torch
-    from transformers import AutoModel
+def _build_fp32(model_path: Path, target: Path) -> None:
+    """The graph written from config.json and model.safetensors (streams.core.bert_graph): no torch."""
+    import json
 
-    model = AutoModel.from_pretrained(str(model_path), local_files_only=True).eval()
-    sample = torch.ones((2, 8), dtype=torch.long)
-    axes = {0: "batch", 1: "tokens"}
+    from safetensors.numpy import load_file
+
+    weights = model_path / "model.safetensors"
+    if not weights.is_file():
+        raise UnknownModel(f"no model.safetensors in {model_path}: the graph is built from it")
+    model = bert_graph(json.loads((model_path / "config.json").read_text()), load_file(str(weights)))
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
-        torch.onnx.export(
-            model,
-            (sample, sample.clone(), torch.zeros_like(sample)),  # one tensor twice would fuse the inputs
-            str(staged),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state", "pooler_output"],
-            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
-            opset_version=17,
-            dynamo=True,
-            external_data=False,
-            verbose=False,
-        )
+        staged.write_bytes(model.SerializeToString())
         os.replace(staged, target)
+
+
+log = logging.getLogger(__name__)
+CUDA, CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+def available_providers() -> list[str]:
+    import onnxruntime as ort
+
+    return list(ort.get_available_providers())
+
+
+def execution_providers(device: str, available: Sequence[str]) -> tuple[list[str], str]:
+    """The providers to ask ONNX Runtime for, and why the CPU when CUDA was asked for ("" otherwise):
+    CUDA first where onnxruntime-gpu offers it and the device is "auto" or "cuda", else the CPU."""
+    if device != "cpu" and CUDA in available:
+        return [CUDA, CPU], ""
+    if device == "cuda":
+        return [CPU], "STREAMS_EMBED_DEVICE=cuda but ONNX Runtime offers no CUDA here (onnxruntime-gpu not installed)"
+    return [CPU], ""
 
 
 class OnnxSentenceModel:
     """Word-piece tokenizer, the exported transformer, mean pooling and L2 normalisation, as the
     sentence-transformers pipeline of all-MiniLM-L6-v2 (Transformer, Pooling(mean), Normalize)."""
 
-    def __init__(self, model_path: str, export_dir: Path, quantized: bool = False, threads: int = 0) -> None:
+    def __init__(
+        self, model_path: str, export_dir: Path, quantized: bool = False, threads: int = 0, device: str = "cpu"
+    ) -> None:
         import json
 
         import onnxruntime as ort
@@ -92,7 +108,13 @@ class OnnxSentenceModel:
         # machine that CPU is taken from them (figures: docs/benchmarks.md, Embedding).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         graph = export(path, export_dir, quantized)
-        self.session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        providers, why = execution_providers(device, available_providers())
+        self.session = ort.InferenceSession(str(graph), options, providers=providers)
+        if providers[0] == CUDA and self.session.get_providers()[0] != CUDA:  # CUDA offered, but not usable
+            why = "ONNX Runtime could not start CUDA (its libraries or the device are missing)"
+        if why:
+            log.warning("embedding on the CPU: %s", why)
+        self.device = "cuda" if self.session.get_providers()[0] == CUDA else "cpu"
         self.dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
 
     def encode(self, texts: Sequence[str], **_: Any) -> np.ndarray:

@@ -240,10 +240,29 @@ def test_chunk_bench_compares_semantic_with_chonkie_semantic(corpus_dir: Path) -
 def test_embedding_bench_forward_pass_per_backend() -> None:
     from streams.bench.embedding import run_embedding_bench
 
-    report = run_embedding_bench(docs=2, backends=["torch", "onnx"], pipeline=False)
+    report = run_embedding_bench(docs=2, backends=["torch", "onnx"], pipeline=False, graphs=False)
     torch, onnx = report["forward_pass"]["torch"], report["forward_pass"]["onnx"]
     assert report["sentences"] > 10 and torch["cpu_ms_per_page"] > 0 and onnx["cpu_ms_per_page"] > 0
     assert onnx["max_abs_diff_to_first"] < 1e-5 and torch["speedup_vs_first"] == 1.0
+
+
+@pytest.mark.bench
+@needs_model
+def test_embedding_bench_times_the_built_graph_beside_torchs_export(onnx_dir: Path) -> None:
+    """Four sessions on the same feeds: the exported graph is the baseline, and every variant computes the
+    same hidden states to float rounding (a fusion switched off changes the speed, not the result)."""
+    from streams.bench.embedding import graph_figures
+
+    sentences = [f"Clause {n} binds the tenant to the terms of the lease." for n in range(12)]
+    figures = graph_figures(sentences, onnx_dir, rounds=1)
+    assert figures["baseline"] == "exported" and figures["sgemm_gflops_one_core"] > 1
+    labels = [k for k, v in figures.items() if isinstance(v, dict)]
+    assert labels == ["exported", "exported, SkipLayerNormFusion off", "built", "built, SkipLayerNormFusion off"]
+    for label in labels:
+        for part in ("sentences", "passages"):
+            row = figures[label][part]
+            assert row["max_abs_diff_to_baseline"] < 1e-4 and row["gflops"] > 0 and row["of_sgemm_peak"] > 0
+    assert figures["exported"]["sentences"]["speedup_vs_baseline"] == 1.0
 
 
 @pytest.mark.bench

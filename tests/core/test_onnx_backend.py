@@ -1,4 +1,5 @@
-"""The ONNX Runtime backend gives the sentence-transformers vectors, exported once per model and machine."""
+"""The ONNX Runtime backend gives the sentence-transformers vectors from a graph written from the model's own
+weights without torch, once per model and machine, the same bytes on every rebuild."""
 
 from __future__ import annotations
 
@@ -36,15 +37,55 @@ def test_onnx_vectors_match_torch_and_the_graph_is_exported_once(export_dir: Pat
     vectors = onnx.encode(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == reference.shape
     assert np.abs(vectors - reference).max() < 1e-5  # the long text is truncated at 256 word pieces by both
-    from streams.core.onnx_model import model_fingerprint
+    from streams.core.onnx_model import GRAPH, model_fingerprint
 
     model = Path(onnx.model_path)
-    graph = export_dir / f"{model.name}-{model_fingerprint(model)}.onnx"  # this run's one export of it
+    graph = export_dir / f"{model.name}-{model_fingerprint(model)}-{GRAPH}.onnx"  # this run's one build of it
     assert graph.is_file()
     stamp = graph.stat().st_mtime_ns
     again = Embedder(backend=Backend("onnx", export_dir)).encode(TEXTS[:1])
     assert graph.stat().st_mtime_ns == stamp and np.abs(again[0] - vectors[0]).max() < 1e-6
     assert onnx.dimension == 384
+
+
+BUILD_WITHOUT_TORCH = """
+import sys
+for name in ("torch", "sentence_transformers", "transformers"):
+    sys.modules[name] = None  # any import of them now fails, as in the run install
+from pathlib import Path
+from streams.core.embedding import Backend, Embedder, default_model_path
+from streams.core.onnx_model import _build_fp32
+built = Path(sys.argv[1])
+_build_fp32(Path(default_model_path()), built)
+assert Embedder(backend=Backend("onnx", built.parent)).encode(["no torch here"]).shape == (1, 384)
+"""
+
+
+def test_the_graph_is_built_without_torch_and_is_the_same_bytes_on_rebuild(export_dir: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from streams.core.onnx_model import GRAPH, model_fingerprint
+
+    model = Path(Embedder().model_path)
+    built = tmp_path / "graph.onnx"
+    done = subprocess.run([sys.executable, "-c", BUILD_WITHOUT_TORCH, str(built)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    Embedder(backend=Backend("onnx", export_dir)).encode(["x"])  # this run's graph, built by the embedder
+    shared = export_dir / f"{model.name}-{model_fingerprint(model)}-{GRAPH}.onnx"
+    assert built.read_bytes() == shared.read_bytes()
+
+
+def test_a_model_the_builder_does_not_know_is_refused_by_name() -> None:
+    from streams.core.bert_graph import UnknownModel, check_config
+
+    bert = {"model_type": "bert", "hidden_act": "gelu", "hidden_size": 384, "num_attention_heads": 12}
+    check_config(bert)
+    for key, value in (("model_type", "roberta"), ("hidden_act", "relu"), ("position_embedding_type", "relative_key")):
+        with pytest.raises(UnknownModel, match=f"{key}={value!r}"):
+            check_config({**bert, key: value})
+    with pytest.raises(UnknownModel, match="multiple of num_attention_heads"):
+        check_config({**bert, "num_attention_heads": 7})
 
 
 def test_int8_is_its_own_model_and_stays_close(export_dir: Path) -> None:
@@ -81,3 +122,37 @@ def test_onnx_vectors_do_not_depend_on_the_thread_count(export_dir: Path) -> Non
     one = embedder.encode(texts)
     two = Embedder(backend=Backend("onnx", export_dir), threads=2).encode(texts)
     assert one.tobytes() == two.tobytes()
+
+
+def test_cuda_is_chosen_where_onnx_runtime_offers_it() -> None:
+    from streams.core.onnx_model import CPU, CUDA, execution_providers
+
+    assert execution_providers("auto", [CUDA, CPU]) == ([CUDA, CPU], "")
+    assert execution_providers("cuda", [CUDA, CPU]) == ([CUDA, CPU], "")
+    assert execution_providers("cpu", [CUDA, CPU]) == ([CPU], "")
+    assert execution_providers("auto", [CPU]) == ([CPU], "")  # the usual machine: quietly the CPU
+    providers, why = execution_providers("cuda", [CPU])
+    assert providers == [CPU] and "no CUDA" in why
+
+
+def test_asked_for_cuda_without_one_it_embeds_on_the_cpu_and_says_why(
+    export_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """This machine has no GPU (the path to CUDA is the providers above): the vectors are the CPU's, byte
+    for byte, under the CPU's cache identity, and one line says why."""
+    from streams.core.onnx_model import CUDA, available_providers
+
+    if CUDA in available_providers():
+        pytest.skip("onnxruntime-gpu offers CUDA here: the fallback is not what runs")
+    cpu = Embedder(backend=Backend("onnx", export_dir, "cpu"))
+    cuda = Embedder(backend=Backend("onnx", export_dir, "cuda"))
+    with caplog.at_level("WARNING", logger="streams.core.onnx_model"):
+        vectors = cuda.encode(TEXTS)
+    assert vectors.tobytes() == cpu.encode(TEXTS).tobytes() and cuda.model.device == "cpu"
+    assert [r.getMessage() for r in caplog.records] == [
+        "embedding on the CPU: STREAMS_EMBED_DEVICE=cuda but ONNX Runtime offers no CUDA here "
+        "(onnxruntime-gpu not installed)"
+    ]
+    assert cuda.model_key == cpu.model_key
+    with pytest.raises(EmbeddingUnavailable, match="unknown embedding device 'tpu'"):
+        Backend("onnx", export_dir, "tpu")
