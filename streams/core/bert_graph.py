@@ -23,6 +23,7 @@ KNOWN = {
     "position_embedding_type": {"absolute"},
 }
 OPSET = 17  # LayerNormalization
+GELU_FLOOR = -0.17  # the exact GELU's minimum is about -0.16997
 #: The builder's version: in the graph's file name and the vectors' cache identity, so a change to the
 #: graph (its vectors move by float rounding) never mixes with vectors of an earlier one.
 GRAPH = "g1"
@@ -50,8 +51,19 @@ def weight_prefix(weights: Mapping[str, np.ndarray]) -> str:
     raise UnknownModel("no embeddings.word_embeddings.weight among the weights: not a BERT checkpoint")
 
 
-def bert_graph(config: Mapping[str, Any], weights: Mapping[str, np.ndarray]) -> Any:
-    """The ONNX model (inputs input_ids, attention_mask, token_type_ids; output last_hidden_state)."""
+def bert_graph(
+    config: Mapping[str, Any],
+    weights: Mapping[str, np.ndarray],
+    int8: bool = False,
+    reduce_range: bool = False,
+) -> Any:
+    """The ONNX model (inputs input_ids, attention_mask, token_type_ids; output last_hidden_state).
+
+    `int8`: every dense product in int8 (MatMulInteger), with per-output-channel weight scales and a scale
+    per token for the activations, so a text's vector does not depend on its batch (ONNX Runtime's dynamic
+    quantisation scales a whole batch at once); GELU's output, never below GELU_FLOOR, is shifted to use
+    all 256 levels. `reduce_range`: 7-bit weights, for CPUs without VNNI, whose int8 kernels can overflow
+    on 8-bit ones."""
     from onnx import TensorProto, helper, numpy_helper
 
     check_config(config)
@@ -83,9 +95,43 @@ def bert_graph(config: Mapping[str, Any], weights: Mapping[str, np.ndarray]) -> 
     def dense(x: str, name: str) -> str:  # x @ W.T + b, W stored transposed once at build time
         return node("Add", [node("MatMul", [x, weight(f"{name}.weight", transpose=True)]), weight(f"{name}.bias")])
 
+    def dense_int8(x: str, name: str, floor: float | None = None) -> str:
+        w = np.asarray(weights[f"{prefix}{name}.weight"], np.float32)  # [out, in]
+        levels = 63.0 if reduce_range else 127.0
+        main = w
+        w_scale = (np.maximum(np.abs(main).max(axis=1), 1e-12) / levels).astype(np.float32)
+        wq = np.clip(np.round(main / w_scale[:, None]), -levels, levels).astype(np.int8).T
+        xm = x
+        wq_name = constant(np.ascontiguousarray(wq), f"{name}.int8")
+        if floor is None:  # symmetric, a scale per token: [B, T, 1]
+            top = node("ReduceMax", [node("Abs", [xm])], axes=[-1], keepdims=1)
+            scale = node("Div", [node("Max", [top, tiny]), c127])
+            rounded = node("Clip", [node("Round", [node("Div", [xm, scale])]), m127, c127])
+            xq = node("Cast", [node("Add", [rounded, c128])], to=TensorProto.UINT8)
+            product = node("MatMulInteger", [xq, wq_name, zp128])
+        else:  # GELU's output is >= floor: shifted to >= 0 it uses all 256 levels; (x - floor) @ W + floor * sum(W)
+            shifted = node("Sub", [xm, constant(np.array(floor, np.float32), f"{name}.floor")])
+            top = node("ReduceMax", [shifted], axes=[-1], keepdims=1)
+            scale = node("Div", [node("Max", [top, tiny]), c255])
+            rounded = node("Clip", [node("Round", [node("Div", [shifted, scale])]), c0, c255])
+            product = node("MatMulInteger", [node("Cast", [rounded], to=TensorProto.UINT8), wq_name, zp0])
+        restored = node("Mul", [node("Cast", [product], to=TensorProto.FLOAT), scale])
+        y = node("Mul", [restored, constant(w_scale, f"{name}.scale")])
+        if floor is not None:
+            y = node("Add", [y, constant((floor * main.sum(axis=1)).astype(np.float32), f"{name}.floor_sum")])
+        return node("Add", [y, weight(f"{name}.bias")])
+
+    def product(x: str, name: str, floor: float | None = None) -> str:
+        return dense_int8(x, name, floor) if int8 else dense(x, name)
+
     def norm(x: str, name: str) -> str:
         return node("LayerNormalization", [x, weight(f"{name}.weight"), weight(f"{name}.bias")], axis=-1, epsilon=eps)
 
+    tiny = constant(np.array(1e-12, np.float32), "tiny")
+    c127, m127 = constant(np.array(127.0, np.float32), "c127"), constant(np.array(-127.0, np.float32), "m127")
+    c128 = constant(np.array(128.0, np.float32), "c128")
+    zp128, zp0 = constant(np.array(128, np.uint8), "zp128"), constant(np.array(0, np.uint8), "zp0")
+    c0, c255 = constant(np.array(0.0, np.float32), "c0"), constant(np.array(255.0, np.float32), "c255")
     # Embeddings: positions 0..T-1 from the input's own shape.
     zero, one = constant(np.array(0, np.int64), "zero"), constant(np.array(1, np.int64), "one")
     tokens = node("Gather", [node("Shape", ["input_ids"]), one], axis=0)
@@ -122,7 +168,8 @@ def bert_graph(config: Mapping[str, Any], weights: Mapping[str, np.ndarray]) -> 
         at = f"encoder.layer.{layer}"
 
         def heads_of(name: str, perm: list[int], x: str = x, at: str = at) -> str:
-            return node("Transpose", [node("Reshape", [dense(x, f"{at}.attention.self.{name}"), split])], perm=perm)
+            projected = product(x, f"{at}.attention.self.{name}")
+            return node("Transpose", [node("Reshape", [projected, split])], perm=perm)
 
         query = node("Mul", [heads_of("query", [0, 2, 1, 3]), scale])
         key = heads_of("key", [0, 2, 3, 1])
@@ -130,12 +177,12 @@ def bert_graph(config: Mapping[str, Any], weights: Mapping[str, np.ndarray]) -> 
         scores = node("Add", [node("MatMul", [query, key]), bias])
         context = node("MatMul", [node("Softmax", [scores], axis=-1), value])
         context = node("Reshape", [node("Transpose", [context], perm=[0, 2, 1, 3]), merged])
-        x = norm(node("Add", [dense(context, f"{at}.attention.output.dense"), x]), f"{at}.attention.output.LayerNorm")
-        inner = dense(x, f"{at}.intermediate.dense")
+        x = norm(node("Add", [product(context, f"{at}.attention.output.dense"), x]), f"{at}.attention.output.LayerNorm")
+        inner = product(x, f"{at}.intermediate.dense")
         gelu = node(
             "Mul", [node("Mul", [inner, half]), node("Add", [node("Erf", [node("Div", [inner, root2])]), onef])]
         )
-        x = norm(node("Add", [dense(gelu, f"{at}.output.dense"), x]), f"{at}.output.LayerNorm")
+        x = norm(node("Add", [product(gelu, f"{at}.output.dense", floor=GELU_FLOOR), x]), f"{at}.output.LayerNorm")
     nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
 
     axes = ["batch", "tokens"]

@@ -2,9 +2,10 @@
 
 The graph is written from the packaged weights on first use (streams.core.bert_graph: no torch, about a
 second) into `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and
-the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` adds ONNX Runtime's
-dynamic int8 quantisation of the weights: faster, but its vectors move, so it is opt-in and has its own
-cache identity (figures for both: docs/benchmarks.md, Embedding).
+the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` is the same graph
+with its dense products in int8 (per-channel weights, a scale per token, BERT's outlier channels kept in
+fp32): faster, its vectors move a little and do not depend on their batch, and it has its own cache
+identity (figures for both: docs/benchmarks.md, Embedding).
 """
 
 from __future__ import annotations
@@ -26,28 +27,28 @@ from streams.core.model_files import model_fingerprint, sentence_config
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
     """The graph for this model, built under a lock if it is not there yet."""
     export_dir.mkdir(parents=True, exist_ok=True)
-    plain = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}-{GRAPH}.onnx"
-    name = plain.name.replace(".onnx", "-int8.onnx") if quantized else plain.name
-    target = export_dir / name
+    reduce_range = quantized and not has_vnni()
+    suffix = ("-int8" + ("-r7" if reduce_range else "")) if quantized else ""
+    target = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}-{GRAPH}{suffix}.onnx"
     if target.is_file():
         return target
     with open(export_dir / ".export.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.is_file():  # another process built it while we waited
-            return target
-        if not plain.is_file():
-            _build_fp32(model_path, plain)
-        if quantized:
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            with tempfile.TemporaryDirectory(dir=export_dir) as tmp:
-                staged = Path(tmp) / name
-                quantize_dynamic(str(plain), str(staged), weight_type=QuantType.QInt8)
-                os.replace(staged, target)
+        if not target.is_file():  # another process may have built it while we waited
+            _build(model_path, target, quantized, reduce_range)
     return target
 
 
-def _build_fp32(model_path: Path, target: Path) -> None:
+def has_vnni() -> bool:
+    """Whether this CPU has VNNI (int8 dot products without the 16-bit overflow of older AVX2 kernels)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
+
+
+def _build(model_path: Path, target: Path, int8: bool = False, reduce_range: bool = False) -> None:
     """The graph written from config.json and model.safetensors (streams.core.bert_graph): no torch."""
     import json
 
@@ -56,7 +57,8 @@ def _build_fp32(model_path: Path, target: Path) -> None:
     weights = model_path / "model.safetensors"
     if not weights.is_file():
         raise UnknownModel(f"no model.safetensors in {model_path}: the graph is built from it")
-    model = bert_graph(json.loads((model_path / "config.json").read_text()), load_file(str(weights)))
+    config = json.loads((model_path / "config.json").read_text())
+    model = bert_graph(config, load_file(str(weights)), int8=int8, reduce_range=reduce_range)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
         staged.write_bytes(model.SerializeToString())
@@ -84,7 +86,7 @@ def execution_providers(device: str, available: Sequence[str]) -> tuple[list[str
 
 
 class OnnxSentenceModel:
-    """Word-piece tokenizer, the exported transformer, mean pooling and L2 normalisation, as the
+    """Word-piece tokenizer, the built transformer graph, mean pooling and L2 normalisation, as the
     sentence-transformers pipeline of all-MiniLM-L6-v2 (Transformer, Pooling(mean), Normalize)."""
 
     def __init__(

@@ -3,6 +3,7 @@ topic and changelog to have equal partition counts)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -70,4 +71,27 @@ def ensure_topics(settings: Settings, timeout: float | None = None) -> list[str]
         except Exception as exc:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
+    visible(admin, created, timeout)
     return created
+
+
+def visible(admin: AdminClient, names: list[str], timeout: float) -> None:
+    """Wait until the broker's metadata shows every named topic with a leader for each partition. Kafka
+    creates a topic asynchronously: a faust worker started at once could find it missing, log "Ignoring
+    missing topic" and never consume it (a chunker on a loaded machine waited for ever)."""
+    deadline = time.monotonic() + timeout
+    waiting = set(names)
+    while waiting:
+        topics = admin.list_topics(timeout=max(deadline - time.monotonic(), 0.1)).topics
+        waiting = {
+            name
+            for name in waiting
+            if name not in topics
+            or topics[name].error is not None
+            or not topics[name].partitions
+            or any(p.leader < 0 for p in topics[name].partitions.values())
+        }
+        if waiting and time.monotonic() > deadline:
+            raise TimeoutError(f"topics created but not visible after {timeout:.0f} s: {', '.join(sorted(waiting))}")
+        if waiting:
+            time.sleep(0.1)

@@ -54,9 +54,9 @@ for name in ("torch", "sentence_transformers", "transformers"):
     sys.modules[name] = None  # any import of them now fails, as in the run install
 from pathlib import Path
 from streams.core.embedding import Backend, Embedder, default_model_path
-from streams.core.onnx_model import _build_fp32
+from streams.core.onnx_model import _build
 built = Path(sys.argv[1])
-_build_fp32(Path(default_model_path()), built)
+_build(Path(default_model_path()), built)
 assert Embedder(backend=Backend("onnx", built.parent)).encode(["no torch here"]).shape == (1, 384)
 """
 
@@ -88,12 +88,20 @@ def test_a_model_the_builder_does_not_know_is_refused_by_name() -> None:
         check_config({**bert, "num_attention_heads": 7})
 
 
-def test_int8_is_its_own_model_and_stays_close(export_dir: Path) -> None:
-    reference = torch_vectors(TEXTS)
+def test_int8_is_its_own_model_stays_close_and_does_not_depend_on_its_batch(export_dir: Path) -> None:
+    """Per-token activation scales: a text's int8 vector is the same alone and in a batch (ONNX Runtime's
+    dynamic quantisation scaled the whole batch, and reached a cosine of 0.88 to fp32 on sentences)."""
+    words = " ".join(f"clause {n} binds the tenant to the lease" for n in range(60)).split()
+    batch = [" ".join(words[start : start + 12]) for start in range(0, 16 * 12, 12)]  # one length: one batch
+    texts = [*TEXTS, *batch]
+    fp32 = Embedder(backend=Backend("onnx", export_dir)).encode(texts)
     int8 = Embedder(backend=Backend("onnx-int8", export_dir))
-    vectors = int8.encode(TEXTS)
-    cosines = (vectors * reference).sum(axis=1)
-    assert cosines.min() > 0.8 and np.abs(vectors - reference).max() > 1e-4  # quantised: it moves
+    vectors = int8.encode(texts)
+    cosines = (vectors * fp32).sum(axis=1)
+    assert cosines.min() > 0.985 and np.abs(vectors - fp32).max() > 1e-4  # quantised: it moves, a little
+    for row in (0, 3, 10):
+        int8.clear_cache()
+        assert int8.encode([texts[row]])[0].tobytes() == vectors[row].tobytes()
     assert int8.model_key != Embedder(backend=Backend("onnx", export_dir)).model_key
 
 
