@@ -95,6 +95,15 @@ def bert_graph(
     def dense(x: str, name: str) -> str:  # x @ W.T + b, W stored transposed once at build time
         return node("Add", [node("MatMul", [x, weight(f"{name}.weight", transpose=True)]), weight(f"{name}.bias")])
 
+    numbers = {"tiny": 1e-12, "c0": 0.0, "c127": 127.0, "m127": -127.0, "c128": 128.0, "c255": 255.0}
+    made: dict[str, str] = {}
+
+    def k(name: str) -> str:  # a constant of the int8 products, written once and only when used
+        if name not in made:
+            dtype = np.uint8 if name.startswith("zp") else np.float32
+            made[name] = constant(np.array(int(name[2:]) if name.startswith("zp") else numbers[name], dtype), name)
+        return made[name]
+
     def dense_int8(x: str, name: str, floor: float | None = None) -> str:
         w = np.asarray(weights[f"{prefix}{name}.weight"], np.float32)  # [out, in]
         levels = 63.0 if reduce_range else 127.0
@@ -105,16 +114,16 @@ def bert_graph(
         wq_name = constant(np.ascontiguousarray(wq), f"{name}.int8")
         if floor is None:  # symmetric, a scale per token: [B, T, 1]
             top = node("ReduceMax", [node("Abs", [xm])], axes=[-1], keepdims=1)
-            scale = node("Div", [node("Max", [top, tiny]), c127])
-            rounded = node("Clip", [node("Round", [node("Div", [xm, scale])]), m127, c127])
-            xq = node("Cast", [node("Add", [rounded, c128])], to=TensorProto.UINT8)
-            product = node("MatMulInteger", [xq, wq_name, zp128])
+            scale = node("Div", [node("Max", [top, k("tiny")]), k("c127")])
+            rounded = node("Clip", [node("Round", [node("Div", [xm, scale])]), k("m127"), k("c127")])
+            xq = node("Cast", [node("Add", [rounded, k("c128")])], to=TensorProto.UINT8)
+            product = node("MatMulInteger", [xq, wq_name, k("zp128")])
         else:  # GELU's output is >= floor: shifted to >= 0 it uses all 256 levels; (x - floor) @ W + floor * sum(W)
             shifted = node("Sub", [xm, constant(np.array(floor, np.float32), f"{name}.floor")])
             top = node("ReduceMax", [shifted], axes=[-1], keepdims=1)
-            scale = node("Div", [node("Max", [top, tiny]), c255])
-            rounded = node("Clip", [node("Round", [node("Div", [shifted, scale])]), c0, c255])
-            product = node("MatMulInteger", [node("Cast", [rounded], to=TensorProto.UINT8), wq_name, zp0])
+            scale = node("Div", [node("Max", [top, k("tiny")]), k("c255")])
+            rounded = node("Clip", [node("Round", [node("Div", [shifted, scale])]), k("c0"), k("c255")])
+            product = node("MatMulInteger", [node("Cast", [rounded], to=TensorProto.UINT8), wq_name, k("zp0")])
         restored = node("Mul", [node("Cast", [product], to=TensorProto.FLOAT), scale])
         y = node("Mul", [restored, constant(w_scale, f"{name}.scale")])
         if floor is not None:
@@ -127,11 +136,6 @@ def bert_graph(
     def norm(x: str, name: str) -> str:
         return node("LayerNormalization", [x, weight(f"{name}.weight"), weight(f"{name}.bias")], axis=-1, epsilon=eps)
 
-    tiny = constant(np.array(1e-12, np.float32), "tiny")
-    c127, m127 = constant(np.array(127.0, np.float32), "c127"), constant(np.array(-127.0, np.float32), "m127")
-    c128 = constant(np.array(128.0, np.float32), "c128")
-    zp128, zp0 = constant(np.array(128, np.uint8), "zp128"), constant(np.array(0, np.uint8), "zp0")
-    c0, c255 = constant(np.array(0.0, np.float32), "c0"), constant(np.array(255.0, np.float32), "c255")
     # Embeddings: positions 0..T-1 from the input's own shape.
     zero, one = constant(np.array(0, np.int64), "zero"), constant(np.array(1, np.int64), "one")
     tokens = node("Gather", [node("Shape", ["input_ids"]), one], axis=0)
