@@ -32,6 +32,7 @@ from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
 from streams.ops.processes import EmbeddedProcess
 from tests.debian import ensure
+from tests.schedule import BUSES
 
 pytest_plugins = ["tests.interrupt", "tests.schedule"]  # SIGTERM tears fixtures down; how xdist shares tests
 
@@ -95,7 +96,6 @@ def raw_page(**fields: object) -> bytes:
     return json.dumps(fields).encode()
 
 
-BUSES = ("noida", "kafka")
 #: What the Kafka pass needs on the machine, by command and the Debian package that brings it.
 KAFKA_NEEDS = {"java": "openjdk-17-jre-headless", "mvn": "maven", "openssl": "openssl"}
 #: The suites that run on both brokers (see the module docstring).

@@ -26,7 +26,7 @@ OPSET = 17  # LayerNormalization
 GELU_FLOOR = -0.17  # the exact GELU's minimum is about -0.16997
 #: The builder's version: in the graph's file name and the vectors' cache identity, so a change to the
 #: graph (its vectors move by float rounding) never mixes with vectors of an earlier one.
-GRAPH = "g2"
+GRAPH = "g3"
 
 
 class UnknownModel(ValueError):

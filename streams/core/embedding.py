@@ -39,7 +39,6 @@ from streams.core.model_files import model_fingerprint, sentence_config
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEVICES = ("auto", "cpu", "cuda")
-CUDA = "CUDAExecutionProvider"
 #: What happens to a text longer than the model reads: cut at the limit, or the mean of windows.
 LONG_TEXTS = ("truncate", "mean")
 
@@ -102,7 +101,7 @@ class Backend:
         """Whether the ONNX backends run on CUDA here: asked for (or "auto") and offered by ONNX Runtime."""
         if self.name == "torch" or self.device == "cpu":
             return False
-        from streams.core.onnx_model import available_providers
+        from streams.core.onnx_model import CUDA, available_providers
 
         return CUDA in available_providers()
 

@@ -3,9 +3,9 @@
 The graph is written from the packaged weights on first use (streams.core.bert_graph: no torch, about a
 second) into `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and
 the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` is the same graph
-with its dense products in int8 (per-channel weights, a scale per token, BERT's outlier channels kept in
-fp32): faster, its vectors move a little and do not depend on their batch, and it has its own cache
-identity (figures for both: docs/benchmarks.md, Embedding).
+with its dense products in int8 (per-channel weights, a scale per token): faster, its vectors move a
+little and do not depend on their batch, and it has its own cache identity (figures for both:
+docs/benchmarks.md, Embedding).
 """
 
 from __future__ import annotations
