@@ -31,8 +31,8 @@ import pytest
 from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
 from streams.ops.processes import EmbeddedProcess
+from tests.buses import BUSES
 from tests.debian import ensure
-from tests.schedule import BUSES
 
 pytest_plugins = ["tests.interrupt", "tests.schedule"]  # SIGTERM tears fixtures down; how xdist shares tests
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-BUSES = ("noida", "kafka")
+from tests.buses import BUSES
+
 #: Folders whose files share session fixtures, so their tests of one broker go to one worker.
 TOGETHER = ("tests/ui/",)
 

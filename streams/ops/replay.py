@@ -11,7 +11,7 @@ from datetime import datetime
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from streams.runtime.clients import client_config, group_id
+from streams.runtime.clients import asked_again, client_config, group_id
 from streams.settings import Settings
 
 
@@ -26,6 +26,12 @@ def parse_from(value: str) -> int | None:
     if moment.tzinfo is None:
         raise ValueError(f"--from needs a time zone (e.g. {value}Z or {value}+00:00)")
     return int(moment.timestamp() * 1000)
+
+
+def _watermarks(consumer: Consumer, topic: str, partition: int) -> tuple[int, int]:
+    """One partition's low and high watermark, asked again while its leader is still moving."""
+    at = TopicPartition(topic, partition)
+    return asked_again(lambda left: consumer.get_watermark_offsets(at, timeout=left), 10)
 
 
 def _commit_until_accepted(
@@ -62,16 +68,14 @@ def reset_offsets(
         partitions = sorted(metadata.partitions)
         when = parse_from(start)
         if when is None:
-            offsets = [
-                TopicPartition(topic, p, consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[0])
-                for p in partitions
-            ]
+            offsets = [TopicPartition(topic, p, _watermarks(consumer, topic, p)[0]) for p in partitions]
         else:
-            found = consumer.offsets_for_times([TopicPartition(topic, p, when) for p in partitions], timeout=10)
+            wanted = [TopicPartition(topic, p, when) for p in partitions]
+            found = asked_again(lambda left: consumer.offsets_for_times(wanted, timeout=left), 10)
             offsets = []
             for tp in found:
                 if tp.offset < 0:  # nothing at or after that time: start at the end
-                    tp.offset = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)[1]
+                    tp.offset = _watermarks(consumer, topic, tp.partition)[1]
                 offsets.append(tp)
         return _commit_until_accepted(consumer, offsets, strategy, timeout_s)
     finally:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, TopicPartition
 
 from streams.core.chunkers import STRATEGIES
-from streams.runtime.clients import client_config, committed_offsets, group_id
+from streams.runtime.clients import asked_again, client_config, committed_offsets, group_id
 from streams.settings import Settings
 
 
@@ -63,7 +63,9 @@ def group_lag(settings: Settings, group: str, topics: list[str], timeout: float 
         committed = committed_offsets(consumer, wanted, timeout=timeout) if wanted else []
         rows = []
         for tp in committed:
-            low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=timeout)
+            at = TopicPartition(tp.topic, tp.partition)
+            # A new partition's metadata can name a leader before that broker has taken it: asked again.
+            low, high = asked_again(lambda left, at=at: consumer.get_watermark_offsets(at, timeout=left), timeout)
             position = tp.offset if tp.offset >= 0 else low
             committed_offset = tp.offset if tp.offset >= 0 else -1
             rows.append(PartitionLag(group, tp.topic, tp.partition, committed_offset, high, max(0, high - position)))

@@ -209,7 +209,12 @@ def test_a_killed_broker_is_restarted_and_the_workers_wait_for_it(tmp_path: Path
             workers = {role: proc.pid for role, proc in pipeline.workers.items()}
             _kill_broker(pipeline)
             publish_pages(pipeline.settings, [p for d in after for p in d])
-            _supervise_until(pipeline, lambda: mongo.count() >= len(expected), 300)
+
+            def state() -> str:
+                stored = {d["_id"] for d in mongo.collection.find({}, {"_id": 1})}
+                return _stalled(pipeline, {(chunk, "mongo") for chunk in set(expected) - stored})
+
+            _supervise_until(pipeline, lambda: mongo.count() >= len(expected), 300, state=state)
             rows = {d["_id"]: d["checksum"] for d in mongo.collection.find({}, {"checksum": 1})}
         finally:
             mongo.close()
