@@ -244,6 +244,18 @@ class Settings(BaseSettings):
     mongo_database: str = Field("streams", description="the MongoDB database of the chunks")
     mongo_collection: str = Field("chunks", description="the MongoDB collection of the chunks")
     vector_store: str = Field("lancedb", pattern="^(lancedb|pinecone)$", description="lancedb or pinecone")
+    vector_metadata_keys: str = Field(
+        "",
+        description="document metadata keys each vector carries, to filter on: KEY[:TYPE],... with TYPE str "
+        "(the default), int, float, bool, date (kept as Unix seconds) or list (of strings); MongoDB rows carry "
+        "every key (docs/bus.md, Document metadata)",
+    )
+    vector_metadata_max_bytes: int = Field(
+        40 * 1024,
+        ge=1024,
+        description="the most bytes of metadata one vector may carry (as JSON); a document over it is "
+        "dead-lettered by the vector sink. Pinecone takes at most 40 KB",
+    )
     lancedb_path: Path | None = Field(None, description="the LanceDB directory (default: <data_dir>/lancedb)")
     pinecone_api_key: SecretStr | None = Field(None, description="Pinecone's API key (a secret: never printed)")
     pinecone_host: str | None = Field(None, description="Pinecone's control plane (Pinecone Local's address)")
@@ -349,6 +361,33 @@ class Settings(BaseSettings):
                 "(streams up --broker kafka, or a Kafka at STREAMS_BROKER) or use at_least_once"
             )
         return value
+
+    @field_validator("vector_metadata_keys")
+    @classmethod
+    def _vector_keys(cls, value: str) -> str:
+        from streams.core.metadata import vector_keys
+        from streams.sinks.base import VECTOR_FIELDS
+
+        vector_keys(value, VECTOR_FIELDS)  # MetadataError is a ValueError: one line, and no start
+        return value
+
+    @model_validator(mode="after")
+    def _within_pinecone(self) -> Settings:
+        from streams.core.metadata import PINECONE_METADATA_BYTES
+
+        if self.vector_store == "pinecone" and self.vector_metadata_max_bytes > PINECONE_METADATA_BYTES:
+            raise ValueError(
+                f"STREAMS_VECTOR_METADATA_MAX_BYTES is {self.vector_metadata_max_bytes}: Pinecone takes at most "
+                f"{PINECONE_METADATA_BYTES} bytes of metadata per vector"
+            )
+        return self
+
+    @property
+    def vector_keys(self) -> dict[str, str]:
+        """The allow-listed document metadata keys of every vector, with their types."""
+        from streams.core.metadata import vector_keys
+
+        return vector_keys(self.vector_metadata_keys)
 
     @model_validator(mode="after")
     def _under_deployment(self) -> Settings:

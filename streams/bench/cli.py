@@ -623,6 +623,30 @@ def sinks(
         out.print_json(data=result)
 
 
+@bench_app.command("metadata")
+def metadata(
+    documents: Annotated[list[Path] | None, typer.Argument(help="Documents (default: the samples).")] = None,
+    rounds: Annotated[int, typer.Option(min=1, help="Alternating rounds of each run; medians are reported.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """What a document's metadata costs: record bytes and sink throughput, with and without it, in one run."""
+    from streams.bench.metadata import run
+    from streams.ops.embedded import document_store
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    paths = documents or sorted(p for p in samples.iterdir() if p.suffix in (".md", ".txt"))
+    for path in paths:
+        if not path.is_file():
+            err.print(f"no such document: {path}")
+            raise typer.Exit(2)
+    with TemporaryDirectory() as tmp, document_store(Path(tmp)) as store:
+        result = run(paths, f"mongodb://{store.address}", rounds)
+    if as_json:
+        _emit_json(result)
+    else:
+        out.print_json(data=result)
+
+
 @bench_app.command("ledger")
 def ledger(
     runs: Annotated[int, typer.Option("--runs", min=1, help="Broker restarts (alternately SIGKILL and SIGTERM).")] = 20,

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, PageEvent
+from streams.core.metadata import MetadataError, check_size, merged
 
 SEP = "\x1f"
 
@@ -128,7 +129,9 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "event"
-        raise BadInput("invalid_page_event", f"{where}: {first['msg']} ({exc.error_count()} error(s))", doc_id) from exc
+        # The metadata contract's own message names the key and why (streams.core.metadata).
+        code = "invalid_metadata" if first["loc"][:1] == ("metadata",) else "invalid_page_event"
+        raise BadInput(code, f"{where}: {first['msg']} ({exc.error_count()} error(s))", doc_id) from exc
     if page.page_number > page.page_count:
         raise BadInput(
             "page_out_of_range",
@@ -339,6 +342,10 @@ class Assembler:
         self._put_header(key, done)
         if not any(_has_content(p.text) for p in pages):
             return Dead("empty_document", "every page is empty or has no letters or digits", header["doc_id"], raws)
+        try:  # each page's metadata is within the limit; their union may not be
+            check_size(merged(p.metadata for p in pages), what="the document's metadata from all its pages")
+        except MetadataError as exc:
+            return Dead("metadata_too_large", str(exc), header["doc_id"], raws)
         return Completed(assemble(pages, first_page_ms=header["first_ms"], completed_ms=now_ms), raws)
 
     def _evict_oldest(self, now_ms: int) -> list[Outcome]:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from streams.core.doctype import GIVEN, SOURCE_KEY, detect, given_on_purpose
 from streams.core.events import AssembledDocument, DocType, Element, PageEvent, PageSpan
+from streams.core.metadata import merged
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -35,10 +36,9 @@ def assemble(pages: Sequence[PageEvent], first_page_ms: int = 0, completed_ms: i
     ordered = sorted(pages, key=lambda p: p.page_number)
     head = ordered[0]
     text, page_map = build_stream((p.page_number, p.text) for p in ordered)
-    metadata: dict[str, str] = {}
+    metadata = merged(p.metadata for p in ordered)
     elements: list[Element] = []
     for page in ordered:
-        metadata.update(page.metadata)
         for element in page.elements:
             if element.page_number is None:
                 element = element.model_copy(update={"page_number": page.page_number})

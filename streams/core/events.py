@@ -48,7 +48,7 @@ class PageEvent(BaseModel):
     text: str
     doc_type: DocType = DocType.generic
     amendment_number: int = Field(default=0, ge=0)
-    metadata: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)  # the contract of streams.core.metadata
     elements: list[Element] = Field(default_factory=list)
 
     @field_validator("doc_id")
@@ -60,17 +60,10 @@ class PageEvent(BaseModel):
 
     @field_validator("metadata", mode="before")
     @classmethod
-    def _stringify_metadata(cls, value: Any) -> Any:
-        # Upstream metadata is free-form; the contract keeps it flat strings so Avro stays a map<string>.
-        if isinstance(value, dict):
-            return {str(k): v if isinstance(v, str) else _json_scalar(v) for k, v in value.items()}
-        return value
+    def _metadata_contract(cls, value: Any) -> Any:
+        from streams.core.metadata import clean
 
-
-def _json_scalar(value: Any) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return clean(value)
 
 
 class PageSpan(BaseModel):
@@ -95,10 +88,16 @@ class AssembledDocument(BaseModel):
     page_count: int
     text: str
     page_map: list[PageSpan]
-    metadata: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
     elements: list[Element] = Field(default_factory=list)
     first_page_ms: int = 0
     completed_ms: int = 0
+
+    def meta(self, key: str, default: str = "") -> str:
+        """One metadata value as the strategies read it: text (streams.core.metadata.as_text)."""
+        from streams.core.metadata import as_text
+
+        return as_text(self.metadata[key]) if key in self.metadata else default
 
 
 class Routing(BaseModel):
@@ -138,6 +137,8 @@ class ChunkRecord(BaseModel):
     checksum: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     routing: Routing | None = None
+    #: The document's own metadata (its publisher's keys, typed), the same on every chunk of the document.
+    doc_metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class DeadLetter(BaseModel):

@@ -12,6 +12,7 @@ from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.doctype import routing
 from streams.core.document import pages_for_range
 from streams.core.events import NOT_APPLICABLE, AssembledDocument, ChunkRecord, DocumentManifest
+from streams.core.metadata import own
 
 
 def normalized_text(text: str) -> str:
@@ -71,12 +72,17 @@ def chunk_id(
 
 
 def checksum(record: dict[str, Any]) -> str:
-    """sha256 over the stable fields: everything except flags that change after publication."""
-    # A record without routing (a hand-made document) sums as records did before routing existed.
+    """sha256 over the stable fields: everything except flags that change after publication.
+
+    The document's metadata enters it (a metadata-only change under the same id is a new checksum, and the
+    sinks replace the row and the vector's metadata); a field at its empty default does not, so records
+    sum as they did before the field existed."""
     stable = {
         k: v
         for k, v in record.items()
-        if k not in {"checksum", "is_latest_version"} and not (k == "routing" and v is None)
+        if k not in {"checksum", "is_latest_version"}
+        and not (k == "routing" and v is None)
+        and not (k == "doc_metadata" and not v)
     }
     payload = json.dumps(stable, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
@@ -93,6 +99,7 @@ def build_records(
     counts = [tokenizer.count(d.text) if d.tokens is None else d.tokens for d in drafts]
     records: list[ChunkRecord] = []
     decided = routing(doc.metadata)
+    own_metadata = own(doc.metadata)
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         normalized = normalized_text(draft.text)
         body: dict[str, Any] = {
@@ -121,6 +128,8 @@ def build_records(
         }
         if decided is not None:  # absent rather than null, so a hand-made document's checksums stay as they were
             body["routing"] = decided
+        if own_metadata:  # absent when empty, so a document without metadata sums as it did before
+            body["doc_metadata"] = own_metadata
         body["checksum"] = checksum(body)
         records.append(ChunkRecord(**body))
     return records

@@ -419,18 +419,9 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
             stores.append(MongoSink.of(settings))
         elif name == "vectors":
             from streams.embedstore import embedder_for
-            from streams.sinks.factory import vector_target
-            from streams.sinks.vectors import VectorSink
+            from streams.sinks.factory import vector_sink
 
-            stores.append(
-                VectorSink(
-                    vector_target(settings),
-                    settings.data_dir / "vector-sink" / "state.sqlite",
-                    embedder=embedder_for(settings),  # loads nothing until asked to encode
-                    delete_superseded=settings.delete_superseded_vectors,
-                    context_strategies=settings.embed_context,
-                )
-            )
+            stores.append(vector_sink(settings, embedder_for(settings)))  # loads no model until asked to encode
         else:
             raise ValueError(f"unknown store {name!r}: use mongo or vectors")
     return stores

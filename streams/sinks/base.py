@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streams.core.events import ChunkRecord, ChunkStatus
@@ -56,6 +56,11 @@ class ChunkSink(Protocol):
         """Repair of a wrong flag, either way (a status flip can only clear it)."""
         ...
 
+    def refusal(self, record: ChunkRecord) -> tuple[str, str] | None:
+        """(reason code, reason) when this store can never take `record` as it is: the runner dead-letters
+        it and the rest of the batch flows. None: it can be stored."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -73,9 +78,12 @@ class VectorRow:
     is_critical: bool
     requirement_flag: bool
     content_hash: str
+    #: the document's allow-listed metadata (STREAMS_VECTOR_METADATA_KEYS), typed as the stores filter it
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def metadata(self) -> dict[str, Any]:
         return {
+            **self.extra,
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "strategy": self.strategy,
@@ -86,6 +94,23 @@ class VectorRow:
             "requirement_flag": self.requirement_flag,
             "content_hash": self.content_hash,
         }
+
+
+#: The metadata every vector has; a document's own key may not take one of these names.
+VECTOR_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "strategy",
+    "section_type",
+    "amendment_number",
+    "is_latest_version",
+    "is_critical",
+    "requirement_flag",
+    "content_hash",
+    "vector",
+    "values",
+    "id",
+)
 
 
 @dataclass(frozen=True)

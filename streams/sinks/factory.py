@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from streams.settings import Settings
 from streams.sinks.base import ChunkSink, VectorTarget
+
+if TYPE_CHECKING:
+    from streams.core.embedding import Embedder
+    from streams.sinks.vectors import VectorSink
 
 
 def vector_target(settings: Settings) -> VectorTarget:
@@ -21,7 +27,7 @@ def vector_target(settings: Settings) -> VectorTarget:
     if settings.vector_store == "lancedb":
         from streams.sinks.lance_target import LanceTarget
 
-        return LanceTarget(settings.lance_dir, settings.lance_table)
+        return LanceTarget(settings.lance_dir, settings.lance_table, columns=settings.vector_keys)
     raise ValueError(f"unknown vector store {settings.vector_store!r}: use lancedb or pinecone")
 
 
@@ -34,15 +40,23 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         return sink
     if kind == "vectors":
         from streams.embedstore import embedder_for
-        from streams.sinks.vectors import VectorSink
 
         embedder = embedder_for(settings)
         _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry
-        return VectorSink(
-            vector_target(settings),
-            settings.data_dir / "vector-sink" / "state.sqlite",
-            embedder=embedder,
-            delete_superseded=settings.delete_superseded_vectors,
-            context_strategies=settings.embed_context,
-        )
+        return vector_sink(settings, embedder)
     raise ValueError(f"unknown sink {kind!r}: use mongo or vectors")
+
+
+def vector_sink(settings: Settings, embedder: Embedder) -> VectorSink:
+    """The vector sink of these settings: its target, state, strategies in context and metadata keys."""
+    from streams.sinks.vectors import VectorSink
+
+    return VectorSink(
+        vector_target(settings),
+        settings.data_dir / "vector-sink" / "state.sqlite",
+        embedder=embedder,
+        delete_superseded=settings.delete_superseded_vectors,
+        context_strategies=settings.embed_context,
+        metadata_keys=settings.vector_keys,
+        max_metadata_bytes=settings.vector_metadata_max_bytes,
+    )

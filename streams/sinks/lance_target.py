@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
 
+from streams.settings import ConfigError
 from streams.sinks.base import Match, VectorRow
+
+#: How each vector-metadata type (streams.core.metadata.VECTOR_TYPES) is a LanceDB column.
+ARROW_TYPES = {
+    "str": pa.string(),
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "bool": pa.bool_(),
+    "date": pa.int64(),  # Unix seconds, as Pinecone keeps it
+    "list": pa.list_(pa.string()),
+}
 
 
 def _sql_list(ids: Sequence[str]) -> str:
@@ -17,32 +28,50 @@ def _sql_list(ids: Sequence[str]) -> str:
 class LanceTarget:
     name = "lancedb"
 
-    def __init__(self, path: Path, table: str = "chunks", dimension: int = 384) -> None:
+    def __init__(
+        self, path: Path, table: str = "chunks", dimension: int = 384, columns: Mapping[str, str] | None = None
+    ) -> None:
+        """`columns`: the document metadata keys each vector carries (STREAMS_VECTOR_METADATA_KEYS), one typed
+        column each, added to a table made before they were listed (earlier rows hold null)."""
         import lancedb
 
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.db = lancedb.connect(str(path))
-        schema = pa.schema(
-            [
-                pa.field("chunk_id", pa.string()),
-                pa.field("vector", pa.list_(pa.float32(), dimension)),
-                pa.field("doc_id", pa.string()),
-                pa.field("strategy", pa.string()),
-                pa.field("section_type", pa.string()),
-                pa.field("amendment_number", pa.int32()),
-                pa.field("is_latest_version", pa.bool_()),
-                pa.field("is_critical", pa.bool_()),
-                pa.field("requirement_flag", pa.bool_()),
-                pa.field("content_hash", pa.string()),
-            ]
-        )
-        self.table = self.db.create_table(table, schema=schema, exist_ok=True)
+        fields = [
+            pa.field("chunk_id", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+            pa.field("doc_id", pa.string()),
+            pa.field("strategy", pa.string()),
+            pa.field("section_type", pa.string()),
+            pa.field("amendment_number", pa.int32()),
+            pa.field("is_latest_version", pa.bool_()),
+            pa.field("is_critical", pa.bool_()),
+            pa.field("requirement_flag", pa.bool_()),
+            pa.field("content_hash", pa.string()),
+        ]
+        fields += [pa.field(key, ARROW_TYPES[kind]) for key, kind in (columns or {}).items()]
+        try:
+            self.table = self.db.create_table(table, schema=pa.schema(fields), exist_ok=True)
+        except ValueError:  # it exists with other columns: the metadata keys changed, or a reader lists none
+            self.table = self.db.open_table(table)
+            have = self.table.schema
+            for wanted in fields:
+                if wanted.name in have.names and have.field(wanted.name).type != wanted.type:
+                    raise ConfigError(
+                        f"LanceDB table {table} keeps {wanted.name!r} as {have.field(wanted.name).type}, not "
+                        f"{wanted.type}: keep its type in STREAMS_VECTOR_METADATA_KEYS, or re-index into a new table"
+                    ) from None
+            missing = [f for f in fields if f.name not in have.names]
+            if missing:
+                self.table.add_columns(missing)
+        self.schema = self.table.schema
 
     def upsert(self, rows: Sequence[VectorRow]) -> None:
         if not rows:
             return
-        data = [{**row.metadata(), "vector": row.values} for row in rows]
+        # Typed by the table's own schema: rows inferred from the first one would drop a key it lacks.
+        data = pa.Table.from_pylist([{**row.metadata(), "vector": row.values} for row in rows], schema=self.schema)
         (self.table.merge_insert("chunk_id").when_matched_update_all().when_not_matched_insert_all().execute(data))
 
     def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:

@@ -130,5 +130,9 @@ class MongoSink:
     def by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         return list(self.collection.find({"_id": {"$in": list(ids)}}))
 
+    def refusal(self, record: ChunkRecord) -> tuple[str, str] | None:
+        """Every record fits: its metadata is checked at assembly, and a record is far below a document's 16 MB."""
+        return None
+
     def close(self) -> None:
         self.client.close()

@@ -114,7 +114,12 @@ class SinkRunner:
                 continue  # a compaction tombstone on the status topic
             try:
                 if message.topic() == self.settings.topics.chunks:
-                    records.append(ChunkRecord(**self.codec.decode("chunk_record", value)))
+                    record = ChunkRecord(**self.codec.decode("chunk_record", value))
+                    refused = self.sink.refusal(record)
+                    if refused is not None:  # never storable here: dead-lettered, and the batch goes on
+                        dead.append(self._dead_letter(message, refused[1], refused[0], record.doc_id))
+                        continue
+                    records.append(record)
                 elif message.topic() == self.settings.topics.manifests:
                     manifest = DocumentManifest(**self.codec.decode("document_manifest", value))
                     self.tracker.add(manifest, message.partition(), message.offset())
@@ -124,9 +129,10 @@ class SinkRunner:
                 dead.append(self._dead_letter(message, str(exc)))
         return records, statuses, dead
 
-    def _dead_letter(self, message, reason: str) -> DeadLetter:
+    def _dead_letter(self, message, reason: str, code: str = "invalid_record", doc_id: str | None = None) -> DeadLetter:
         return DeadLetter(
-            reason_code="invalid_record",
+            reason_code=code,
+            doc_id=doc_id,
             reason=reason,
             stage=f"sink:{self.sink.name}",
             source_topic=message.topic(),

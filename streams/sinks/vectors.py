@@ -13,12 +13,13 @@ import logging
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.core.metadata import PINECONE_METADATA_BYTES, MetadataError, check_size, vector_metadata
 from streams.core.records import content_hash, embedding_text
 from streams.runtime.metrics import EMBED_BATCH, LONG_CHUNKS
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
@@ -83,8 +84,13 @@ class VectorSink:
         embedder: Embedder,
         delete_superseded: bool = False,
         context_strategies: Collection[str] = (),
+        metadata_keys: Mapping[str, str] | None = None,
+        max_metadata_bytes: int = PINECONE_METADATA_BYTES,
     ):
-        """`embedder` is handed in, built from the caller's settings (`streams.embedstore.embedder_for`)."""
+        """`embedder` is handed in, built from the caller's settings (`streams.embedstore.embedder_for`);
+        `metadata_keys` are the document metadata keys each vector carries, with their types."""
+        self.metadata_keys = dict(metadata_keys or {})
+        self.max_metadata_bytes = max_metadata_bytes
         self.target = target
         self.embedder = embedder
         self.state = LocalState(state_path)
@@ -126,21 +132,7 @@ class VectorSink:
         for r in wanted:
             if stubs.get(r.chunk_id) is True or (r.chunk_id in stubs and self.delete_superseded):
                 continue  # retired (or superseded with deletion on) before it arrived
-            meta = r.metadata or {}
-            rows.append(
-                VectorRow(
-                    chunk_id=r.chunk_id,
-                    values=[float(x) for x in known[keys[r.chunk_id]]],
-                    doc_id=r.doc_id,
-                    strategy=r.strategy,
-                    section_type=section_type(r),
-                    amendment_number=r.amendment_number,
-                    is_latest_version=r.is_latest_version and r.chunk_id not in stubs,
-                    is_critical=bool(meta.get("is_critical", False)),
-                    requirement_flag=bool(meta.get("requirement_flag", False)),
-                    content_hash=r.content_hash,
-                )
-            )
+            rows.append(self._row(r, known[keys[r.chunk_id]], r.is_latest_version and r.chunk_id not in stubs))
         self.target.upsert(rows)
         self.stats.upserted += len(rows)
         return len(rows)
@@ -200,6 +192,37 @@ class VectorSink:
 
     def set_latest(self, ids: Sequence[str], is_latest: bool) -> None:
         self.target.set_latest(list(ids), is_latest)
+
+    def _row(self, r: ChunkRecord, values: Sequence[float], is_latest: bool) -> VectorRow:
+        meta = r.metadata or {}
+        return VectorRow(
+            chunk_id=r.chunk_id,
+            values=[float(x) for x in values],
+            doc_id=r.doc_id,
+            strategy=r.strategy,
+            section_type=section_type(r),
+            amendment_number=r.amendment_number,
+            is_latest_version=is_latest,
+            is_critical=bool(meta.get("is_critical", False)),
+            requirement_flag=bool(meta.get("requirement_flag", False)),
+            content_hash=r.content_hash,
+            extra=vector_metadata(r.doc_metadata, self.metadata_keys),
+        )
+
+    def refusal(self, record: ChunkRecord) -> tuple[str, str] | None:
+        """A vector whose allow-listed metadata has the wrong type, or whose metadata is over the budget
+        (STREAMS_VECTOR_METADATA_MAX_BYTES; Pinecone refuses a vector over 40 KB): never storable as it is."""
+        if is_table(record) or not self.metadata_keys:
+            return None
+        try:
+            row = self._row(record, [], record.is_latest_version)
+        except MetadataError as exc:
+            return "vector_metadata_invalid", str(exc)
+        try:
+            check_size(row.metadata(), self.max_metadata_bytes, what="the vector's metadata")
+        except MetadataError as exc:
+            return "vector_metadata_too_large", f"{exc} (STREAMS_VECTOR_METADATA_MAX_BYTES)"
+        return None
 
     def close(self) -> None:
         self.state.close()

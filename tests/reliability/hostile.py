@@ -88,7 +88,30 @@ def cases() -> list[tuple[str, str, list[tuple[bytes, bytes]]]]:
             [(b"k29", enc(page(doc_id="k29")).replace(b"hello", b"he\\ud800llo"))],
         ),
         ("doc_id over 512 characters", "invalid_page_event", [(b"k30", enc(page(doc_id="d" * 600)))]),
-        ("metadata not a mapping", "invalid_page_event", [(b"k31", enc(page(doc_id="k31", metadata=["a", "b"])))]),
+        ("metadata not a mapping", "invalid_metadata", [(b"k31", enc(page(doc_id="k31", metadata=["a", "b"])))]),
+        # Metadata a store would misread, or that would make every chunk record of the document too large.
+        ("metadata key with $", "invalid_metadata", [(b"m1", enc(page(doc_id="m1", metadata={"$where": "1"})))]),
+        ("metadata key with .", "invalid_metadata", [(b"m2", enc(page(doc_id="m2", metadata={"a.b": "c"})))]),
+        ("metadata key with NUL", "invalid_metadata", [(b"m3", enc(page(doc_id="m3", metadata={"a\x00": "c"})))]),
+        (
+            "metadata value of 100 kB",
+            "invalid_metadata",
+            [(b"m4", enc(page(doc_id="m4", metadata={"b": "x" * 100_000})))],
+        ),
+        ("acl not a list", "invalid_metadata", [(b"m5", enc(page(doc_id="m5", metadata={"acl": {"read": "all"}})))]),
+        (
+            "NaN metadata",
+            "invalid_metadata",
+            [(b"m6", enc(page(doc_id="m6", metadata={"x": 1})).replace(b'"x": 1', b'"x": NaN'))],
+        ),
+        (
+            "metadata over the limit across pages",
+            "metadata_too_large",
+            [
+                (b"m7", enc(page(doc_id="m7", page_count=2, metadata={"a": "x" * 40_000}))),
+                (b"m7", enc(page(doc_id="m7", page_number=2, page_count=2, metadata={"b": "y" * 40_000}))),
+            ],
+        ),
         ("element without a kind", "invalid_page_event", [(b"k32", enc(page(doc_id="k32", elements=[{"text": "x"}])))]),
         ("huge page number", "page_out_of_range", [(b"k33", enc(page(doc_id="k33", page_number=10**30)))]),
         (

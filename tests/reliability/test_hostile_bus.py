@@ -12,6 +12,8 @@ from tests.reliability.hostile import cases
 
 pytestmark = pytest.mark.integration
 
+ODD_METADATA = {"note": "a\x00b\x1b[0m", "query": {"$gt": 1}, "year": 2026}
+
 
 @pytest.fixture(scope="module")
 def run(bus: str, tmp_path_factory) -> dict:  # bus: built once per broker pass, on that broker
@@ -22,6 +24,7 @@ def run(bus: str, tmp_path_factory) -> dict:  # bus: built once per broker pass,
     weird = [
         make_pages("table-line", ["| " + " | ".join(str(i) for i in range(20_000)) + " |"]),
         make_pages("no-punctuation", [" ".join(["word"] * 30_000)]),
+        make_pages("odd-metadata", ["ordinary text about harbours. " * 40], metadata=ODD_METADATA),
     ]
     newer, older = (
         [p.model_copy(update={"amendment_number": a}) for p in make_pages("backwards", [f"version {a} text " * 30])]
@@ -67,6 +70,9 @@ def test_good_and_weird_but_valid_documents_are_chunked(run: dict) -> None:
     for pages in run["good"] + run["weird"]:
         assert result.complete(pages[0].doc_id, 0, "window"), pages[0].doc_id
         assert not result.dead_for(pages[0].doc_id)
+    odd = result.chunks[("odd-metadata", 0, "window")].values()
+    # Control characters and operator-like objects are plain data: a string each, as the publisher sent it.
+    assert odd and all(r.doc_metadata == {"note": "a\x00b\x1b[0m", "query": '{"$gt":1}', "year": 2026} for r in odd)
     line = result.chunks[("table-line", 0, "window")]
     assert all(r.char_end > r.char_start for r in line.values())
 

@@ -129,10 +129,13 @@ def test_killed_roles_come_back_and_every_document_is_stored_exactly_once(tmp_pa
         finally:
             mongo.close()
         health = {role: h.as_dict() for role, h in pipeline.health.items()}
+        tails = {role: pipeline.log_tail(role, 20) for role in pipeline.workers}
     assert rows == expected  # every chunk once, nothing else
     assert sorted(vector_ids) == sorted(expected)  # exactly once: no id twice
     for role in ["chunker:window", "assembler", "sink:mongo", "sink:vectors"]:
-        assert health[role]["restarts"] == 1 and health[role]["last_exit"].startswith("SIGKILL"), health[role]
+        # A second restart must say why from this run's output alone: its exit, the events, the role's log.
+        why = f"{role}: last exit {health[role]['last_exit']}; events {events}; log:\n{tails[role]}"
+        assert health[role]["restarts"] == 1 and health[role]["last_exit"].startswith("SIGKILL"), why
     assert health["document-store"]["restarts"] == 1
     assert sum("SIGKILL" in line and "restart 1" in line for line in events) == 4, events
 

@@ -93,6 +93,10 @@ class DoubleState:
 # --- metadata and filters -------------------------------------------------------------------
 
 
+#: Pinecone's limit on one vector's metadata.
+MAX_METADATA_BYTES = 40960
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -120,6 +124,11 @@ def clean_metadata(metadata: Any) -> dict[str, Any]:
                 "Metadata value must be a string, number, boolean or list of strings, "
                 f"got '{json.dumps(value)}' for field '{key}'"
             )
+    size = len(json.dumps(clean, separators=(",", ":")).encode())
+    if size > MAX_METADATA_BYTES:
+        raise bad_request(
+            f"Metadata size is {size} bytes, which exceeds the limit of {MAX_METADATA_BYTES} bytes per vector"
+        )
     return clean
 
 

@@ -93,8 +93,8 @@ class FinanceChunker(Chunker):
             year=year,
             published_date=published_date(doc),
             dropped=dropped_lines(doc),
-            extraction_method="elements" if doc.elements else doc.metadata.get("extraction_method", "text"),
-            source_path=doc.metadata.get("source_path", f"raw/{doc.doc_id}/{doc.document_name}"),
+            extraction_method="elements" if doc.elements else doc.meta("extraction_method", "text"),
+            source_path=doc.meta("source_path", f"raw/{doc.doc_id}/{doc.document_name}"),
         )
         kind = str(doc.doc_type)
         if kind == "transcript":

@@ -15,8 +15,8 @@ _ORDINAL_Q = {"first": 1, "second": 2, "third": 3, "fourth": 4}
 
 def quarter_year(doc: AssembledDocument) -> tuple[str | None, int | None]:
     """Quarter ("2019-Q1") and year from metadata, then the document name, then the first lines of text."""
-    meta_q = doc.metadata.get("quarter", "").strip()
-    meta_y = doc.metadata.get("year", "").strip()
+    meta_q = doc.meta("quarter").strip()
+    meta_y = doc.meta("year").strip()
     year = int(meta_y) if meta_y.isdigit() else None
     q = None
     m = re.search(r"([1-4])\s*$", meta_q) if meta_q else None
@@ -53,8 +53,8 @@ def quarter_year(doc: AssembledDocument) -> tuple[str | None, int | None]:
 def published_date(doc: AssembledDocument) -> str | None:
     """ISO date from metadata or the first date in the opening text."""
     for key in ("published_date", "date"):
-        if doc.metadata.get(key):
-            return doc.metadata[key]
+        if doc.meta(key):
+            return doc.meta(key)
     head = doc.text[:1500]
     m = _DATE_WORDS.search(head)
     if m:

@@ -94,8 +94,7 @@ def signature_date(text: str, body: Sequence[Block]) -> str | None:
 def _year(doc: AssembledDocument, signed: str | None) -> int:
     """The year the letter reports on: metadata, file name, title, signature (a letter is signed the year
     after), else the year the opening mentions most; 0 when nothing says."""
-    meta = doc.metadata
-    for raw in (meta.get("year", ""), meta.get("date", "")[:4]):
+    for raw in (doc.meta("year"), doc.meta("date")[:4]):
         if raw.isdigit() and 1900 <= int(raw) <= 2100:
             return int(raw)
     m = re.search(r"(?<!\d)(19[5-9]\d|20\d\d)(?!\d)", doc.document_name)
@@ -114,7 +113,7 @@ def _year(doc: AssembledDocument, signed: str | None) -> int:
 
 
 def _date(doc: AssembledDocument, signed: str | None) -> str:
-    raw = doc.metadata.get("date", "")
+    raw = doc.meta("date")
     if ISO_DATE.match(raw):
         return raw
     return signed or "0000-00-00"

@@ -149,7 +149,7 @@ class SectionChunker(Chunker):
             return []
         headings = find_headings(text)
         sections = _sections(text, headings) if headings else [_Section((), 0, 0, len(text))]
-        notice_id = doc.metadata.get("notice_id") or doc.doc_id
+        notice_id = doc.meta("notice_id") or doc.doc_id
         drafts: list[ChunkDraft] = []
         counter = span_counter(self.tokenizer, text)
         keywords = _Keywords(text)

@@ -1,0 +1,117 @@
+"""What carrying a document's metadata costs: Avro bytes per chunk record, and the MongoDB and vector sinks'
+throughput, the same records with and without it, in one run (alternating rounds, medians)."""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streams.bench import bench_chunker
+from streams.core.document import assemble
+from streams.core.events import ChunkRecord
+from streams.core.metadata import size_of
+from streams.ingest.files import page_events
+
+#: A publisher's metadata as ingestion pipelines send it: provenance, dates, tags, tenant and 20 readers.
+METADATA: dict[str, Any] = {
+    "source_uri": "s3://acme-ingest/contracts/2026/03/harbour-bridge-rfp.pdf",
+    "title": "Harbour Bridge Structural Monitoring: Request for Proposals",
+    "author": "Port Authority Procurement Office",
+    "created": "2026-03-04T09:30:00Z",
+    "modified": "2026-03-18T16:02:11Z",
+    "year": 2026,
+    "language": "en",
+    "tags": ["procurement", "bridge", "monitoring", "sensors", "infrastructure"],
+    "tenant": "acme-port-authority",
+    "acl": [f"group:procurement-{n:02d}" for n in range(20)],
+    "confidential": False,
+    "page_quality": 0.97,
+}
+#: What the vectors carry of it.
+VECTOR_KEYS = {"source_uri": "str", "year": "int", "created": "date", "tags": "list", "tenant": "str", "acl": "list"}
+
+
+def _records(paths: list[Path], metadata: dict[str, Any]) -> list[ChunkRecord]:
+    from streams.core.publish import publish
+
+    chunker = bench_chunker("section")
+    out: list[ChunkRecord] = []
+    for n, path in enumerate(paths):
+        pages = [p.model_copy(update={"doc_id": f"doc-{n}", "metadata": dict(metadata)}) for p in page_events(path)]
+        out += publish(assemble(pages), chunker).records
+    return out
+
+
+def _median_s(rounds: int, runs: dict[str, Callable[[int], None]]) -> dict[str, float]:
+    """Median seconds of each run, alternating so that a noisy moment hits both alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for n in range(rounds):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run(n)
+            times[name].append(time.perf_counter() - started)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def run(paths: list[Path], mongo_url: str, rounds: int = 5) -> dict[str, Any]:
+    from streams.codec.avro import AvroCodec
+    from streams.core.embedding import Embedder
+    from streams.sinks.lance_target import LanceTarget
+    from streams.sinks.mongo import MongoSink
+    from streams.sinks.vectors import VectorSink
+
+    plain, given = _records(paths, {}), _records(paths, METADATA)
+    if [r.chunk_id for r in plain] != [r.chunk_id for r in given]:
+        raise RuntimeError("chunk ids changed with the document's metadata: they must not depend on it")
+    codec = AvroCodec(None)
+
+    def avro_bytes(records: list[ChunkRecord]) -> float:
+        return statistics.mean(len(codec.encode("chunk_record", r.model_dump(mode="json"))) for r in records)
+
+    result: dict[str, Any] = {
+        "documents": len(paths),
+        "chunks": len(plain),
+        "metadata_json_bytes": size_of(METADATA),
+        "record_bytes": {"without": avro_bytes(plain), "with": avro_bytes(given)},
+    }
+    result["record_bytes"]["ratio"] = result["record_bytes"]["with"] / result["record_bytes"]["without"]
+
+    sinks = {name: MongoSink(mongo_url, "bench-metadata", name) for name in ("without", "with")}
+
+    def mongo(name: str, records: list[ChunkRecord]) -> Callable[[int], None]:
+        def write(_n: int) -> None:
+            sinks[name].collection.drop()
+            sinks[name].write_chunks(records)
+
+        return write
+
+    seconds = _median_s(rounds, {"without": mongo("without", plain), "with": mongo("with", given)})
+    result["mongo_chunks_per_s"] = {k: len(plain) / v for k, v in seconds.items()}
+    result["mongo_chunks_per_s"]["ratio"] = seconds["without"] / seconds["with"]
+    for sink in sinks.values():
+        sink.close()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        embedder = Embedder()
+        warm = VectorSink(LanceTarget(Path(tmp) / "warm"), Path(tmp) / "warm.sqlite", embedder=embedder)
+        warm.write_chunks(plain)  # every vector in the embedding store: the rounds time the sink, not the model
+
+        def vectors(name: str, records: list[ChunkRecord], keys: dict[str, str]) -> Callable[[int], None]:
+            def write(n: int) -> None:
+                where = Path(tmp) / f"{name}-{n}"
+                target = LanceTarget(where / "lance", columns=keys)
+                VectorSink(target, where / "state.sqlite", embedder=embedder, metadata_keys=keys).write_chunks(records)
+
+            return write
+
+        seconds = _median_s(
+            rounds, {"without": vectors("without", plain, {}), "with": vectors("with", given, VECTOR_KEYS)}
+        )
+    result["vector_chunks_per_s"] = {k: len(plain) / v for k, v in seconds.items()}
+    result["vector_chunks_per_s"]["ratio"] = seconds["without"] / seconds["with"]
+    result["rounds"] = rounds
+    return result

@@ -1,0 +1,107 @@
+"""A document's own metadata through the whole pipeline into MongoDB (SecantusDB) and LanceDB, on each broker:
+every key on the rows, the allow-listed ones typed on the vectors, a metadata-only amendment updating both
+without embedding anything, and a value no vector can carry dead-lettered by the vector sink alone."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ops.embedded import document_store
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.sinks.factory import vector_sink
+from streams.sinks.mongo import MongoSink
+from streams.sinks.runner import SinkRunner
+from tests.conftest import HashEmbedder, make_pages
+from tests.integration.conftest import pipeline_settings
+
+pytestmark = pytest.mark.integration
+
+TEXT = "The harbour board met on Tuesday. It voted to repair the east pier before the winter storms. " * 12
+V0 = {"source": "s3://minutes/0412.pdf", "year": 2025, "tags": ["pier", "budget"], "owner": "clerk"}
+V1 = {"source": "s3://minutes/0412-final.pdf", "year": 2026, "tags": ["pier"], "owner": "board"}
+KEYS = "source,year:int,tags:list"
+
+
+def _pages(doc_id: str, amendment: int, metadata: dict) -> list:
+    return [p.model_copy(update={"amendment_number": amendment}) for p in make_pages(doc_id, [TEXT], metadata=metadata)]
+
+
+def _until(condition, what, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out: {what()}")
+
+
+def test_metadata_reaches_rows_and_vectors_and_a_metadata_only_amendment_embeds_nothing(tmp_path: Path) -> None:
+    store = document_store(tmp_path).start()
+    settings = pipeline_settings(
+        tmp_path, sink_assignment="manual", vector_metadata_keys=KEYS, mongo_url=f"mongodb://{store.address}"
+    )
+    embedder = HashEmbedder()
+    try:
+        with LocalPipeline(settings, ["window"]) as pipeline:
+            settings = pipeline.settings
+            mongo, vectors = MongoSink.of(settings), vector_sink(settings, embedder)
+            mongo.ensure_indexes()
+            stop = threading.Event()
+            runners = [SinkRunner(settings, mongo), SinkRunner(settings, vectors)]
+            threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
+            for thread in threads:
+                thread.start()
+            collector = Collector(settings)
+            try:
+                publish_pages(settings, _pages("minutes", 0, V0) + _pages("odd", 0, {**V0, "year": "unknown"}))
+                collector.wait([("minutes", 0), ("odd", 0)], ["window"], timeout=180)
+                first = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"}
+                odd = {r.chunk_id for r in collector.result.records() if r.doc_id == "odd"}
+                _until(
+                    lambda: mongo.count() == len(first) + len(odd) and vectors.target.count() == len(first),
+                    lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()}",
+                )
+                embedded = vectors.stats.embedded
+                assert embedded == len(first)
+                publish_pages(settings, _pages("minutes", 1, V1))
+                collector.wait([("minutes", 1)], ["window"], timeout=180)
+                second = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"} - first
+                _until(
+                    lambda: (
+                        vectors.target.count() == len(first) + len(second)
+                        and mongo.count(latest_only=True) == len(second) + len(odd)
+                    ),
+                    lambda: f"mongo latest {mongo.count(latest_only=True)}, vectors {vectors.target.count()}",
+                )
+                rows = {d["_id"]: d for d in mongo.collection.find({"doc_id": {"$in": ["minutes", "odd"]}})}
+                lance = {r["chunk_id"]: r for r in vectors.target.table.to_arrow().to_pylist()}
+                reembedded = vectors.stats.embedded - embedded
+                while collector.poll(1.0):
+                    pass
+                dead = [d for d in collector.result.dead if d.doc_id == "odd"]
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(30)
+                collector.close()
+    finally:
+        store.stop()
+
+    assert len(second) == len(first)  # the same text: the same chunks, under the new amendment's ids
+    assert reembedded == 0  # only the metadata changed: every vector came from the embedding store
+    for ids, meta in ((first, V0), (second, V1)):
+        assert all(rows[i]["doc_metadata"] == dict(sorted(meta.items())) for i in ids)  # every key on the rows
+        assert all(
+            {k: lance[i][k] for k in ("source", "year", "tags")} == {k: meta[k] for k in ("source", "year", "tags")}
+            for i in ids
+        )  # the allow-listed ones on the vectors, typed; the others not at all
+        assert "owner" not in next(iter(lance.values()))
+    assert all(not rows[i]["is_latest_version"] for i in first) and all(rows[i]["is_latest_version"] for i in second)
+    # "year": "unknown" is no int: the vector sink dead-letters those chunks, and MongoDB holds them all.
+    assert odd <= set(rows) and not odd & set(lance)
+    assert {d.reason_code for d in dead} == {"vector_metadata_invalid"} and len(dead) == len(odd)
+    assert all(d.stage == "sink:vectors" and "'year' must be int" in d.reason for d in dead)
