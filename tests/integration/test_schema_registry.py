@@ -98,3 +98,27 @@ def test_publish_chunk_sink_tail_and_replay_through_a_real_registry(tmp_path_fac
     assert len(tailed) == len(seen["chunks"])
     assert {r["chunk_id"] for r in tailed} == run["expected"][0] | run["expected"][1]
     assert RELABEL["chunker_version"] in {r["chunker_version"] for r in tailed}
+
+
+@pytest.mark.one_broker("kafka")  # the registry alone: no broker is involved
+def test_every_published_evolution_is_accepted_under_backward_and_a_breaking_one_is_not(registry: str) -> None:
+    """Each subject's history registered in order, then the current schema: Apicurio, with BACKWARD as its
+    global rule, accepts every step (the typed metadata among them); a field added without a default is refused,
+    so the rule is in force."""
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    from streams.codec.avro import SchemaSet
+    from streams.codec.history import history_files
+
+    client = SchemaRegistryClient({"url": registry})
+    current = SchemaSet().expanded
+    for subject, versions in history_files().items():
+        name = f"evolution-{subject}-value"
+        for text in [p.read_text() for p in versions] + [json.dumps(current[subject])]:
+            client.register_schema(name, Schema(text, "AVRO"))
+    assert len(client.get_versions("evolution-chunk_record-value")) >= 6
+    breaking = dict(current["chunk_record"])
+    breaking["fields"] = [*breaking["fields"], {"name": "tenant", "type": "string"}]
+    with pytest.raises(SchemaRegistryError):
+        client.register_schema("evolution-chunk_record-value", Schema(json.dumps(breaking), "AVRO"))
