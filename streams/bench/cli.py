@@ -627,6 +627,7 @@ def sinks(
 def metadata(
     documents: Annotated[list[Path] | None, typer.Argument(help="Documents (default: the samples).")] = None,
     rounds: Annotated[int, typer.Option(min=1, help="Alternating rounds of each run; medians are reported.")] = 5,
+    copies: Annotated[int, typer.Option(min=1, help="Copies of each document, under their own ids.")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
     """What a document's metadata costs: record bytes and sink throughput, with and without it, in one run."""
@@ -640,7 +641,7 @@ def metadata(
             err.print(f"no such document: {path}")
             raise typer.Exit(2)
     with TemporaryDirectory() as tmp, document_store(Path(tmp)) as store:
-        result = run(paths, f"mongodb://{store.address}", rounds)
+        result = run(paths, f"mongodb://{store.address}", rounds, copies)
     if as_json:
         _emit_json(result)
     else:

@@ -916,3 +916,15 @@ def test_quality_semantic_target_is_at_each_corpus_own_size(eval_dir: Path) -> N
     assert one_size["target"] is False and one_size["reference"]
     json.dumps(report)  # per-question arrays stay out of the report
     assert all(not key.startswith("_") for r in report["results"] for key in r)
+
+
+def test_bench_metadata_measures_records_and_both_sinks_with_and_without_it() -> None:
+    result = CliRunner().invoke(bench_app, ["metadata", "--rounds", "1", "--copies", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output.strip().splitlines()[-1])
+    assert report["chunks"] > 10 and report["metadata_json_bytes"] > 500
+    # The same records but for their doc_metadata: the bytes it adds are at least its JSON's, less the framing.
+    added = report["record_bytes"]["with"] - report["record_bytes"]["without"]
+    assert added > report["metadata_json_bytes"] * 0.5 and report["record_bytes"]["ratio"] > 1
+    for sink in ("mongo_chunks_per_s", "vector_chunks_per_s"):
+        assert report[sink]["with"] > 0 and report[sink]["without"] > 0
