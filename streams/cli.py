@@ -614,12 +614,24 @@ def search(
     question: Annotated[str, typer.Argument(help="What to look for.")],
     strategy: Annotated[str | None, typer.Option("--strategy", "-s")] = None,
     k: Annotated[int, typer.Option("--k", min=1, max=100)] = 5,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            help="key=value, key=a|b (any of), key>=v or key<=v (numbers, dates) on the keys the vectors carry "
+            "(STREAMS_VECTOR_METADATA_KEYS); repeat to require each",
+        ),
+    ] = None,
+    principal: Annotated[
+        str | None,
+        typer.Option("--as", help="Only what this principal may read: named in the document's acl, or no acl."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Search the vector store (latest versions only); text comes from MongoDB by chunk id."""
     from streams.ops.search import search as run_search
 
-    hits = run_search(Settings(), question, k, strategy)
+    hits = run_search(Settings(), question, k, strategy, filters or [], principal)
     if as_json:
         for hit in hits:
             sys.stdout.write(json.dumps(hit, ensure_ascii=False, sort_keys=True, default=str) + "\n")

@@ -55,6 +55,8 @@ def test_cp1252_text_is_decoded_not_mangled(tmp_path: Path) -> None:
         (["chunk", "/nonexistent/file.txt"], "no such file"),
         (["chunk", "README.md", "--strategy", "nope"], "unknown strategy"),
         (["tail", "--timeout", "1"], "error"),
+        (["search", "pier", "--filter", "owner=me"], "the vectors do not carry 'owner'"),
+        (["search", "pier", "--filter", "year>=soon"], "the vectors do not carry 'year'"),
     ],
 )
 def test_errors_are_one_line_without_traceback(args: list[str], message: str) -> None:

@@ -126,7 +126,8 @@ PINECONE_METADATA_BYTES = 40 * 1024
 
 
 def vector_keys(spec: str, reserved: Iterable[str] = ()) -> dict[str, str]:
-    """`"source,year:int,tags:list"` -> {key: type}; MetadataError in one line for a bad entry."""
+    """`"source,year:int,tags:list"` -> {key: type}, with `acl:list` always among them; MetadataError in one
+    line for a bad entry."""
     keys: dict[str, str] = {}
     taken = set(reserved)
     for entry in (e.strip() for e in spec.split(",")):
@@ -141,6 +142,8 @@ def vector_keys(spec: str, reserved: Iterable[str] = ()) -> dict[str, str]:
         if key in keys:
             raise MetadataError(f"{key!r} is listed twice")
         keys[key] = kind
+    if keys.setdefault(ACL_KEY, "list") != "list":  # every vector carries who may read it, for `--as`
+        raise MetadataError(f"{ACL_KEY!r} is the principals who may read a document: its type is list")
     return keys
 
 

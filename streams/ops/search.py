@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from streams.settings import Settings
 
 
-def search(settings: Settings, question: str, k: int = 5, strategy: str | None = None) -> list[dict[str, Any]]:
+def search(
+    settings: Settings,
+    question: str,
+    k: int = 5,
+    strategy: str | None = None,
+    filters: Sequence[str] = (),
+    principal: str | None = None,
+) -> list[dict[str, Any]]:
+    """The `k` nearest latest chunks meeting every filter (`year>=2024`, `tags=a|b`), and only those that
+    `principal` may read when one is given (streams.sinks.filters; FilterError: one line)."""
     from streams.embedstore import embedder_for
     from streams.sinks.factory import vector_target
+    from streams.sinks.filters import parse, readable_by
     from streams.sinks.mongo import MongoSink
 
+    where = parse(filters, settings.vector_keys)  # a bad filter is refused before the model loads
+    if principal is not None:
+        where.append(readable_by(principal))
     vector = embedder_for(settings).encode([question])[0]
-    matches = vector_target(settings).query([float(x) for x in vector], k, strategy)
+    matches = vector_target(settings).query([float(x) for x in vector], k, strategy, where)
     if not matches:
         return []
     store = MongoSink.of(settings, timeout_ms=3000)
@@ -34,6 +48,7 @@ def search(settings: Settings, question: str, k: int = 5, strategy: str | None =
                 "amendment_number": doc.get("amendment_number", match.metadata.get("amendment_number", 0)),
                 "page_numbers": doc.get("page_numbers", []),
                 "text": doc.get("text", "(text not in MongoDB yet)"),
+                "doc_metadata": doc.get("doc_metadata", {}),
             }
         )
     return hits

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from streams.core.events import ChunkRecord, ChunkStatus
 from streams.core.records import TABLE_CONTENT_TYPES, is_table
+
+if TYPE_CHECKING:
+    from streams.sinks.filters import Condition
 
 __all__ = [
     "RETIRED",
@@ -135,4 +138,8 @@ class VectorTarget(Protocol):
 
     def flags(self, ids: Sequence[str]) -> dict[str, bool]: ...
 
-    def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]: ...
+    def query(
+        self, vector: Sequence[float], k: int, strategy: str | None = None, where: Sequence[Condition] = ()
+    ) -> list[Match]:
+        """The `k` nearest latest-version vectors that meet every condition (streams.sinks.filters)."""
+        ...

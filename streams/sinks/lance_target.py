@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from streams.settings import ConfigError
 from streams.sinks.base import Match, VectorRow
+from streams.sinks.filters import Condition, lance_where
 
 #: How each vector-metadata type (streams.core.metadata.VECTOR_TYPES) is a LanceDB column.
 ARROW_TYPES = {
@@ -107,11 +108,15 @@ class LanceTarget:
         """Every stored chunk id, duplicates included (a test of exactly-once needs to see them)."""
         return [str(v) for v in self.table.to_arrow().column("chunk_id").to_pylist()]
 
-    def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]:
-        where = "is_latest_version = true"
+    def query(
+        self, vector: Sequence[float], k: int, strategy: str | None = None, where: Sequence[Condition] = ()
+    ) -> list[Match]:
+        predicates = ["is_latest_version = true"]
         if strategy:
-            where += f" AND strategy = '{strategy.replace(chr(39), '')}'"
-        hits = self.table.search(list(vector)).metric("cosine").where(where, prefilter=True).limit(k).to_list()
+            predicates.append(f"strategy = '{strategy.replace(chr(39), '')}'")
+        predicates += lance_where(where)
+        where_sql = " AND ".join(predicates)
+        hits = self.table.search(list(vector)).metric("cosine").where(where_sql, prefilter=True).limit(k).to_list()
         return [
             Match(
                 h["chunk_id"],

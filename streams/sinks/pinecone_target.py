@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from streams.sinks.base import Match, VectorRow
+from streams.sinks.filters import Condition, pinecone_filter
 
 UPSERT_BATCH = 100
 """Vectors per upsert request: Pinecone's recommended batch, well under its 2 MB / 1000 cap."""
@@ -199,7 +200,9 @@ class PineconeTarget:
                     found[chunk_id] = (vector.metadata or {}).get("is_latest_version") is True
         return found
 
-    def query(self, vector: Sequence[float], k: int, strategy: str | None = None) -> list[Match]:
+    def query(
+        self, vector: Sequence[float], k: int, strategy: str | None = None, where: Sequence[Condition] = ()
+    ) -> list[Match]:
         """Nearest latest-version chunks, optionally of one strategy; scores are the index metric."""
         if k <= 0:
             return []
@@ -207,9 +210,11 @@ class PineconeTarget:
             raise RuntimeError(
                 f"pinecone query failed: the vector has {len(vector)} values, the index expects {self.dimension}"
             )
-        query_filter: dict[str, Any] = dict(LATEST_FILTER)
+        clauses: list[dict[str, Any]] = [dict(LATEST_FILTER)]
         if strategy is not None:
-            query_filter = {"$and": [dict(LATEST_FILTER), {"strategy": {"$eq": strategy}}]}
+            clauses.append({"strategy": {"$eq": strategy}})
+        clauses += pinecone_filter(where)
+        query_filter = clauses[0] if len(clauses) == 1 else {"$and": clauses}
         with self._errors("query"):
             response = self._index.query(
                 vector=[float(v) for v in vector],

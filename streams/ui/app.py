@@ -153,14 +153,27 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
         question = request.query_params.get("q", "").strip()
         strategy = request.query_params.get("s") or None
         k = min(max(_int(request.query_params.get("k"), 5), 1), 50)
+        # One filter per line (or several `f` parameters), as `streams search --filter`; `as`: a principal.
+        filters = [f.strip() for raw in request.query_params.getlist("f") for f in raw.splitlines() if f.strip()]
+        principal = request.query_params.get("as", "").strip() or None
         hits: list[dict[str, Any]] = []
         error = ""
         if question:
             try:
-                hits = await run_in_threadpool(data.search, question, k, strategy)
-            except Exception as exc:  # the vector store may not exist yet: say so on the page
+                hits = await run_in_threadpool(data.search, question, k, strategy, filters, principal)
+            except Exception as exc:  # the vector store may not exist yet, or a filter is wrong: say so
                 error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return page(request, "search.html", q=question, s=strategy or "", k=k, hits=hits, error=error)
+        return page(
+            request,
+            "search.html",
+            q=question,
+            s=strategy or "",
+            k=k,
+            f="\n".join(filters),
+            principal=principal or "",
+            hits=hits,
+            error=error,
+        )
 
     async def try_form(request: Request) -> Response:
         return page(request, "try.html", **_try_context(settings))

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,10 +224,17 @@ class ConsoleData:
         with self._lock:
             return list(reversed(self.letters))
 
-    def search(self, question: str, k: int = 5, strategy: str | None = None) -> list[dict[str, Any]]:
+    def search(
+        self,
+        question: str,
+        k: int = 5,
+        strategy: str | None = None,
+        filters: Sequence[str] = (),
+        principal: str | None = None,
+    ) -> list[dict[str, Any]]:
         from streams.ops.search import search
 
-        return search(self.settings, question, k, strategy)
+        return search(self.settings, question, k, strategy, filters, principal)
 
     # -- try a file, publish -----------------------------------------------------------------------
     def read_upload(self, filename: str, data: bytes, doc_type: str | None) -> list[PageEvent]:

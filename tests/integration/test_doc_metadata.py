@@ -12,6 +12,7 @@ import pytest
 
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.ops.search import search
 from streams.sinks.factory import vector_sink
 from streams.sinks.mongo import MongoSink
 from streams.sinks.runner import SinkRunner
@@ -57,29 +58,50 @@ def test_metadata_reaches_rows_and_vectors_and_a_metadata_only_amendment_embeds_
                 thread.start()
             collector = Collector(settings)
             try:
-                publish_pages(settings, _pages("minutes", 0, V0) + _pages("odd", 0, {**V0, "year": "unknown"}))
-                collector.wait([("minutes", 0), ("odd", 0)], ["window"], timeout=180)
+                publish_pages(
+                    settings,
+                    _pages("minutes", 0, V0)
+                    + _pages("odd", 0, {**V0, "year": "unknown"})
+                    + _pages("private", 0, {**V1, "acl": ["board"]}),
+                )
+                collector.wait([("minutes", 0), ("odd", 0), ("private", 0)], ["window"], timeout=180)
                 first = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"}
                 odd = {r.chunk_id for r in collector.result.records() if r.doc_id == "odd"}
+                private = {r.chunk_id for r in collector.result.records() if r.doc_id == "private"}
                 _until(
-                    lambda: mongo.count() == len(first) + len(odd) and vectors.target.count() == len(first),
+                    lambda: (
+                        mongo.count() == len(first) + len(odd) + len(private)
+                        and vectors.target.count() == len(first) + len(private)
+                    ),
                     lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()}",
                 )
                 embedded = vectors.stats.embedded
-                assert embedded == len(first)
+                assert embedded == len(first)  # the private copy has the same text: its vectors were known
                 publish_pages(settings, _pages("minutes", 1, V1))
                 collector.wait([("minutes", 1)], ["window"], timeout=180)
                 second = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"} - first
                 _until(
                     lambda: (
-                        vectors.target.count() == len(first) + len(second)
-                        and mongo.count(latest_only=True) == len(second) + len(odd)
+                        vectors.target.count() == len(first) + len(second) + len(private)
+                        and mongo.count(latest_only=True) == len(second) + len(odd) + len(private)
                     ),
                     lambda: f"mongo latest {mongo.count(latest_only=True)}, vectors {vectors.target.count()}",
                 )
                 rows = {d["_id"]: d for d in mongo.collection.find({"doc_id": {"$in": ["minutes", "odd"]}})}
                 lance = {r["chunk_id"]: r for r in vectors.target.table.to_arrow().to_pylist()}
                 reembedded = vectors.stats.embedded - embedded
+
+                def found(*filters: str, principal: str | None = None) -> set[str]:
+                    hits = search(settings, "the east pier", 50, None, list(filters), principal)
+                    assert all(h["doc_metadata"] == dict(sorted(V1.items())) for h in hits if h["doc_id"] == "minutes")
+                    return {h["doc_id"] for h in hits}
+
+                searched = {
+                    "everyone": found(),
+                    "2025": found("year<=2025"),
+                    "clerk": found(principal="clerk"),
+                    "board": found("tags=pier", "year>=2026", principal="board"),
+                }
                 while collector.poll(1.0):
                     pass
                 dead = [d for d in collector.result.dead if d.doc_id == "odd"]
@@ -105,3 +127,10 @@ def test_metadata_reaches_rows_and_vectors_and_a_metadata_only_amendment_embeds_
     assert odd <= set(rows) and not odd & set(lance)
     assert {d.reason_code for d in dead} == {"vector_metadata_invalid"} and len(dead) == len(odd)
     assert all(d.stage == "sink:vectors" and "'year' must be int" in d.reason for d in dead)
+    # Search sees the latest versions only, filters on the typed keys, and keeps the private one from the clerk.
+    assert searched == {
+        "everyone": {"minutes", "private"},
+        "2025": set(),
+        "clerk": {"minutes"},
+        "board": {"minutes", "private"},
+    }

@@ -123,4 +123,8 @@ def test_a_budget_over_pinecones_limit_is_refused_with_pinecone() -> None:
     with pytest.raises(ValueError, match="Pinecone takes at most 40960 bytes"):
         Settings(vector_store="pinecone", vector_metadata_max_bytes=50_000)
     assert Settings(vector_store="lancedb", vector_metadata_max_bytes=50_000).vector_metadata_max_bytes == 50_000
-    assert Settings(vector_metadata_keys=" source , year:int ").vector_keys == {"source": "str", "year": "int"}
+    assert Settings(vector_metadata_keys=" source , year:int ").vector_keys == {
+        "source": "str",
+        "year": "int",
+        "acl": "list",
+    }

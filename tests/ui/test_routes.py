@@ -150,6 +150,16 @@ def test_search_links_to_the_chunk_in_its_document(client) -> None:
     assert f'id="col0-{link[4]}"' in view.text
 
 
+def test_search_takes_the_filters_and_principal_of_streams_search(client) -> None:
+    question = {"q": "how long does the dough rest before the salt goes in", "k": 10}
+    page = client.get("/search", params={**question, "f": "doc_id=field-notes-7", "as": "anyone"})
+    links = re.findall(r'href="/doc/([^"?]+)\?a=', page.text)
+    assert links and set(links) == {"field-notes-7"}  # documents without an acl are anyone's
+    assert 'id="principal" value="anyone"' in page.text and "doc_id=field-notes-7</textarea>" in page.text
+    refused = client.get("/search", params={**question, "f": "owner=me"})
+    assert "search failed: filter &#39;owner=me&#39;: the vectors do not carry &#39;owner&#39;" in refused.text
+
+
 @pytest.mark.one_broker  # no topic read: the same on either broker
 def test_try_a_file_chunks_offline_with_options_from_the_form(client) -> None:
     text = "# Title\n\n" + "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(12))
