@@ -20,6 +20,7 @@ from streams.settings import Settings
 
 if TYPE_CHECKING:
     from streams.ops.audit import Ledger
+    from streams.ops.redrive import Choice
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
@@ -695,6 +696,92 @@ def lag(
         while True:
             live.update(lag_table(lag_report(settings, group, include_idle)), refresh=True)
             time.sleep(watch)
+
+
+letters_app = typer.Typer(
+    help="Dead letters: list them, and send them back where they came from.", no_args_is_help=True
+)
+app.add_typer(letters_app, name="dead-letters")
+
+ReasonOpt = Annotated[list[str] | None, typer.Option("--reason", help="Reason code (repeat for any of several).")]
+StageOpt = Annotated[
+    list[str] | None, typer.Option("--stage", help="assembly, chunk:<strategy> or sink:<mongo|vectors> (repeatable).")
+]
+StrategyOpt = Annotated[list[str] | None, typer.Option("--strategy", "-s", help="A chunker's stage (repeatable).")]
+DocOpt = Annotated[list[str] | None, typer.Option("--doc", help="Document id (repeatable).")]
+SinceOpt = Annotated[str | None, typer.Option("--since", help="Refused at or after this ISO-8601 time.")]
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Refused at or before this ISO-8601 time.")]
+
+
+def _choice(
+    reason: list[str] | None,
+    stage: list[str] | None,
+    strategy: list[str] | None,
+    doc: list[str] | None,
+    since: str | None,
+    until: str | None,
+) -> Choice:
+    """The dead letters the options above choose."""
+    from streams.ops.redrive import Choice
+
+    return Choice(reason or (), stage or (), strategy or (), doc or (), since, until)
+
+
+@letters_app.command("list")
+def letters_list(
+    reason: ReasonOpt = None,
+    stage: StageOpt = None,
+    strategy: StrategyOpt = None,
+    doc: DocOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """The dead letters the filters choose, with whether each was re-driven."""
+    from streams.ops.redrive import letters, redriven
+
+    settings = Settings()
+    chosen = letters(settings, _choice(reason, stage, strategy, doc, since, until))
+    marks = redriven(settings)
+    for item in chosen:
+        row = {**item.letter.model_dump(exclude={"key", "value"}), "id": item.id, "redriven": marks.get(item.id)}
+        if as_json:
+            sys.stdout.write(json.dumps(row, sort_keys=True) + "\n")
+        else:
+            done = f" [green]re-driven (attempt {marks[item.id]['attempt']})[/]" if item.id in marks else ""
+            out.print(
+                f"{item.id} {item.letter.stage} {item.letter.reason_code} {item.letter.doc_id or '-'}: "
+                f"{item.letter.reason}{done}",
+                highlight=False,
+            )
+    if not as_json:
+        err.print(f"{len(chosen)} dead letter(s), {sum(i.id in marks for i in chosen)} re-driven")
+
+
+@letters_app.command("replay")
+def letters_replay(
+    reason: ReasonOpt = None,
+    stage: StageOpt = None,
+    strategy: StrategyOpt = None,
+    doc: DocOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be sent, and send nothing.")] = False,
+) -> None:
+    """Send the chosen dead letters' original bytes back to their source topic, once each: only the stage that
+    refused one takes it again, and one refused again returns with its attempt count."""
+    from streams.ops.redrive import replay
+
+    done = replay(Settings(), _choice(reason, stage, strategy, doc, since, until), dry_run=dry_run)
+    verb = "would re-drive" if dry_run else "re-drove"
+    for item in done.sent:
+        err.print(f"{verb} {item.id} ({item.letter.stage} {item.letter.reason_code}) to {item.letter.source_topic}")
+    for item, why in done.unsendable:
+        err.print(f"[yellow]cannot re-drive[/] {item.id}: {why}")
+    err.print(
+        f"{verb} {len(done.sent)} dead letter(s); {len(done.already)} re-driven before, left alone; "
+        f"{len(done.unsendable)} cannot be"
+    )
 
 
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)

@@ -120,6 +120,7 @@ class TopicNames(BaseSettings):
     versions: str = "documents.versions"
     status: str = "chunks.status"
     dead_letter: str = "streams.dead-letter"
+    redriven: str = "streams.dead-letter.redriven"  # compacted: which dead letters were re-driven, and when
     ticks: str = "streams.assembly-ticks"
     manifests: str = "documents.manifests"
     indexed: str = "documents.indexed"

@@ -19,6 +19,8 @@ from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.runtime import metrics as m
 from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
+from streams.runtime.redrive import read as read_redrive
+from streams.runtime.redrive import skips
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -133,8 +135,11 @@ class DeadLetterWriter:
         partition: int = -1,
         offset: int = -1,
         doc_id: str | None = None,
+        headers: Any = None,
     ) -> Any:
-        """Publish one dead letter; the future of its delivery."""
+        """Publish one dead letter; the future of its delivery. `headers`: the refused message's, so that a
+        re-driven record refused again says which attempt it was and which dead letter it came from."""
+        redrive = read_redrive(headers)
         letter = DeadLetter(
             reason_code=code,
             reason=reason,
@@ -146,6 +151,8 @@ class DeadLetterWriter:
             value=value,
             doc_id=doc_id,
             timestamp_ms=now_ms(),
+            attempt=redrive.attempt if redrive else 0,
+            redriven_from=redrive.of if redrive else None,
         )
         log.warning("dead letter: %s %s: %s", stage, code, reason)
         m.DEAD_LETTERS.labels(stage.split(":")[0] if stage.startswith("sink") else stage, code).inc()
@@ -209,7 +216,8 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
         else:
             m.RECORDS_IN.labels("assembler", message.topic).inc()
             try:
-                outcomes = assembler.on_page(event.value, message.partition, now_ms())
+                redriven = read_redrive(message.headers) is not None
+                outcomes = assembler.on_page(event.value, message.partition, now_ms(), redriven=redriven)
             except Exception as exc:  # a bug must not stop assembly: the page is kept, loudly
                 log.exception("assembler failed on a page")
                 outcomes = [Dead("assembler_error", f"{type(exc).__name__}: {exc}", None, [event.value])]
@@ -253,6 +261,7 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
                             partition=message.partition,
                             offset=message.offset if message.topic == topics.pages else -1,
                             doc_id=outcome.doc_id,
+                            headers=message.headers if message.topic == topics.pages else None,
                         )
                     )
         return sent
@@ -353,6 +362,8 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 sent = await send_status(ids, doc_id, -1, retired=True)
                 versions.pop(doc_id, None)
             return sent
+        if skips(message.headers, f"chunk:{strategy}"):
+            return []  # another strategy's dead letter, re-driven for that strategy alone
         failure: tuple[str, str] | None = None
         published: Published | None = None
         doc: AssembledDocument | None = None
@@ -381,7 +392,15 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
             stage = f"chunk:{strategy}"
             return [
                 await dead.send(
-                    stage, *failure, message.topic, event.value, key, message.partition, message.offset, doc_id
+                    stage,
+                    *failure,
+                    message.topic,
+                    event.value,
+                    key,
+                    message.partition,
+                    message.offset,
+                    doc_id,
+                    headers=message.headers,
                 )
             ]
         amendment = records[0].amendment_number

@@ -230,7 +230,9 @@ class Assembler:
         self._stored.clear()
 
     # -- events --------------------------------------------------------------------------------
-    def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0) -> list[Outcome]:
+    def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0, redriven: bool = False) -> list[Outcome]:
+        """`redriven`: the page is a dead letter sent back (streams.runtime.redrive); a document that was
+        dead-lettered starts again from it instead of refusing it as a late page."""
         try:
             page = parse_page(raw, self.decode_avro, self.limits.max_page_bytes)
         except BadInput as exc:
@@ -246,6 +248,9 @@ class Assembler:
             ]
         key = self.doc_key(page.doc_id, page.amendment_number)
         header = self._header(key)
+        if header is not None and header["state"] == "dead" and redriven:
+            del self.headers[key]  # its pages went out with its dead letters, and come back the same way
+            header = None
         if header is not None and header["state"] == "dead":
             return [
                 Dead(

@@ -156,6 +156,8 @@ class DeadLetter(BaseModel):
     value: bytes | None = None
     doc_id: str | None = None
     timestamp_ms: int = 0
+    attempt: int = 0  # n: refused again on its n-th re-drive (streams.runtime.redrive)
+    redriven_from: str | None = None  # the dead letter it was re-driven from, partition:offset
 
 
 class ChunkStatus(BaseModel):

@@ -147,12 +147,15 @@ def read_ledger(
             ledger.deleted.add(doc_id)
         else:
             ledger.deleted.discard(doc_id)
+    from streams.ops.redrive import redriven
+
+    gone = redriven(settings)  # a re-driven letter is no gap: its record's fate since is what counts
     for message in read_topic(settings, topics.dead_letter, on_message=on_message):
         try:
             letter = DeadLetter(**codec.decode("dead_letter", message.value()))
         except Exception:
             continue
-        if letter.doc_id:
+        if letter.doc_id and f"{message.partition()}:{message.offset()}" not in gone:
             ledger.dead[letter.doc_id].append(letter)
     return ledger
 

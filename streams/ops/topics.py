@@ -41,6 +41,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(t.manifests, p, {**COMPACTED, **big}),
         TopicSpec(t.indexed, p, COMPACTED),
         TopicSpec(t.dead_letter, p, {**LONG, "max.message.bytes": str(dead_letter_limit(settings))}),
+        TopicSpec(t.redriven, p, COMPACTED),
     ]
     for table in ("assembly-headers", "assembly-pages", "latest-amendments"):
         specs.append(TopicSpec(f"{group_id(settings, 'assembler')}-{table}-changelog", p, {**changelog, **big}))

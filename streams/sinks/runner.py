@@ -25,6 +25,8 @@ from streams.runtime.clients import (
     group_id,
     producer,
 )
+from streams.runtime.redrive import read as read_redrive
+from streams.runtime.redrive import skips
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -112,6 +114,8 @@ class SinkRunner:
             value = message.value()
             if value is None:
                 continue  # a compaction tombstone on the status topic
+            if skips(message.headers(), self.stage):
+                continue  # the other sink's dead letter, re-driven for that sink alone
             try:
                 if message.topic() == self.settings.topics.chunks:
                     record = ChunkRecord(**self.codec.decode("chunk_record", value))
@@ -129,12 +133,19 @@ class SinkRunner:
                 dead.append(self._dead_letter(message, str(exc)))
         return records, statuses, dead
 
+    @property
+    def stage(self) -> str:
+        return f"sink:{self.sink.name}"
+
     def _dead_letter(self, message, reason: str, code: str = "invalid_record", doc_id: str | None = None) -> DeadLetter:
+        redrive = read_redrive(message.headers())
         return DeadLetter(
             reason_code=code,
             doc_id=doc_id,
+            attempt=redrive.attempt if redrive else 0,
+            redriven_from=redrive.of if redrive else None,
             reason=reason,
-            stage=f"sink:{self.sink.name}",
+            stage=self.stage,
             source_topic=message.topic(),
             source_partition=message.partition(),
             source_offset=message.offset(),
