@@ -546,9 +546,14 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
     fix: Annotated[bool, typer.Option("--repair", help="Re-drive every gap that can be repaired.")] = False,
     stores: StoresOpt = "mongo,vectors",
+    wait: Annotated[
+        float | None,
+        typer.Option("--wait", min=0, help="First wait up to this many seconds for the groups to catch up."),
+    ] = None,
 ) -> None:
-    """Check every document version on the pages topic against manifests and stores; exit 1 while gaps remain."""
-    from streams.ops.audit import UNREPAIRABLE, audit_stores, read_ledger, repair
+    """Check every document version on the pages topic against manifests and stores. Exit 0: no gaps; 1: gaps
+    no group is still working on (loss); 3: only gaps a group still behind may close (backlog: `--wait`)."""
+    from streams.ops.audit import UNREPAIRABLE, audit_stores, mark_pending, read_ledger, repair, wait_for_groups
     from streams.ops.audit import audit as run_audit
     from streams.ops.replay import parse_from
     from streams.runtime import metrics
@@ -564,10 +569,17 @@ def audit(
             ledger = read_ledger(settings, since_ms, lambda: progress.advance(task))
             chosen, line = _audited(strategy, settings, names, ledger)
             progress.console.print(line, highlight=False, soft_wrap=True)  # stderr: --json's stdout stays alone
+            if wait is not None:
+                progress.update(task, description="waiting for the groups to catch up")
+                show = lambda lags: progress.update(task, completed=sum(lags.values()))  # noqa: E731
+                wait_for_groups(settings, chosen, names, wait, show)
+                ledger = read_ledger(settings, since_ms)  # what they wrote meanwhile
             report, ledger = run_audit(settings, chosen, opened, ledger=ledger)
+            if report.gaps:
+                mark_pending(settings, report)
             report.seconds = time.perf_counter() - started  # the ledger's read included
             repaired = None
-            if fix and any(g.kind not in UNREPAIRABLE for g in report.gaps):
+            if fix and any(g.kind not in UNREPAIRABLE and not g.pending for g in report.gaps):
                 progress.update(task, description="repairing", total=len(report.gaps), completed=0)
                 repaired = repair(settings, report, ledger, opened, lambda: progress.advance(task))
     finally:
@@ -597,9 +609,13 @@ def audit(
             f"audited {report.versions} document versions x {len(chosen)} strategies in {report.seconds:.1f}s: "
             f"{counts}{note}"
         )
+        if report.pending():
+            err.print(f"{len(report.pending())} of them pending: groups still behind may close them (--wait)")
         for gap in report.gaps[:20]:
             where = " ".join(x for x in (gap.strategy, gap.store) if x)
-            out.print(f"  {gap.kind:16} {gap.doc_id}@{gap.amendment} {where} {gap.detail}".rstrip(), highlight=False)
+            behind = f" (pending: {gap.pending})" if gap.pending else ""
+            line = f"  {gap.kind:16} {gap.doc_id}@{gap.amendment} {where} {gap.detail}".rstrip() + behind
+            out.print(line, highlight=False)
         if repaired is not None:
             err.print(
                 f"repair: re-chunked {repaired.rechunked} document versions, re-sank {repaired.resunk} chunks, "
@@ -608,6 +624,8 @@ def audit(
             )
     if report.open_gaps():
         raise typer.Exit(1)
+    if report.pending():
+        raise typer.Exit(3)
 
 
 @app.command()

@@ -35,6 +35,7 @@ from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, Docume
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
 from streams.ops.tail import read_topic, reader
+from streams.runtime.clients import group_id
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
@@ -65,6 +66,8 @@ class Gap:
     store: str = ""
     detail: str = ""
     ids: list[str] = field(default_factory=list)
+    #: the groups still behind on what this gap waits for ("streams-sink-mongo lag 42"); "" when none is
+    pending: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -209,7 +212,11 @@ class AuditReport:
         return out
 
     def open_gaps(self) -> list[Gap]:
-        return [g for g in self.gaps if g.kind not in {"dead_lettered"}]
+        """Gaps that are loss, not backlog: neither refused input nor waiting on a group still behind."""
+        return [g for g in self.gaps if g.kind not in {"dead_lettered"} and not g.pending]
+
+    def pending(self) -> list[Gap]:
+        return [g for g in self.gaps if g.pending]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -218,6 +225,7 @@ class AuditReport:
             "seconds": round(self.seconds, 3),
             "gaps": self.counts(),
             "not_applicable": dict(self.not_applicable),
+            "pending": len(self.pending()),
             "details": [g.as_dict() for g in self.gaps],
         }
 
@@ -303,6 +311,64 @@ def audit(
     return report, ledger
 
 
+def waits_on(settings: Settings, gap: Gap) -> list[str]:
+    """The consumer groups whose backlog can still close `gap`: the store's sink for what a store lacks, the
+    assembler and the strategy's chunker for a version not chunked, the assembler for one not assembled."""
+    if gap.kind in ("rows_missing", "vectors_missing", "unreported", "wrong_latest") and gap.store:
+        return [group_id(settings, f"sink-{gap.store}")]
+    if gap.kind == "not_chunked":
+        return [group_id(settings, "assembler"), group_id(settings, f"chunker-{gap.strategy}")]
+    if gap.kind == "never_assembled":
+        return [group_id(settings, "assembler")]
+    return []
+
+
+def group_lags(settings: Settings, strategies: list[str], stores: list[str] | None = None) -> dict[str, int]:
+    """The total lag of the assembler, the strategies' chunkers and the sinks of `stores` (all when None), for
+    the groups the broker knows (that joined or committed): a group nothing ever ran is working on nothing, so
+    what it would write is missing, not pending."""
+    from streams.ops.lag import active_groups
+    from streams.runtime.lag import group_lag, known_groups
+
+    sinks = {group_id(settings, f"sink-{name}") for name in stores} if stores is not None else None
+    running = active_groups(settings)
+    groups = {
+        g: topics
+        for g, topics in known_groups(settings, strategies).items()
+        if g in running and (sinks is None or "sink-" not in g or g in sinks)
+    }
+    return {g: sum(row.lag for row in group_lag(settings, g, topics)) for g, topics in groups.items()}
+
+
+def mark_pending(settings: Settings, report: AuditReport, lags: dict[str, int] | None = None) -> dict[str, int]:
+    """Mark each gap that a group still behind may close as pending, with that group's lag: backlog, which
+    `streams audit --wait` waits out, rather than loss. A group behind on any of its partitions counts."""
+    lags = group_lags(settings, report.strategies) if lags is None else lags
+    for gap in report.gaps:
+        behind = [f"{g} lag {lags[g]}" for g in waits_on(settings, gap) if lags.get(g, 0) > 0]
+        gap.pending = ", ".join(behind)
+    return lags
+
+
+def wait_for_groups(
+    settings: Settings,
+    strategies: list[str],
+    stores: list[str],
+    timeout: float,
+    on_poll: Callable[[dict[str, int]], None] | None = None,
+) -> dict[str, int]:
+    """Until the groups an audit of `strategies` and `stores` depends on have caught up (no lag), or
+    `timeout`; the last lags."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lags = group_lags(settings, strategies, stores)
+        if on_poll:
+            on_poll(lags)
+        if not any(lags.values()) or time.monotonic() > deadline:
+            return lags
+        time.sleep(1.0)
+
+
 @dataclass
 class RepairReport:
     rechunked: int = 0
@@ -345,7 +411,7 @@ def repair(
     mongo = next((s for s in stores if s.holds_tables), None)
     rechunk: dict[tuple[str, int], set[str]] = defaultdict(set)
     for gap in report.gaps:
-        if gap.kind in UNREPAIRABLE:
+        if gap.kind in UNREPAIRABLE or gap.pending:  # refused input, or backlog a group is still working on
             done.skipped.append(gap)
         elif gap.kind == "wrong_latest":
             by_name[gap.store].set_latest(gap.ids, gap.amendment == ledger.latest_amendment(gap.doc_id))
