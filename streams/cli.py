@@ -566,17 +566,20 @@ def audit(
         with _progress() as progress:
             task = progress.add_task("reading the ledger", total=None)
             started = time.perf_counter()
-            ledger = read_ledger(settings, since_ms, lambda: progress.advance(task))
+            # The ledger the audit reads anyway also says what is deployed when nothing else does; with --wait
+            # the groups come first, and the ledger is read once, after, with what they wrote meanwhile.
+            ledger = read_ledger(settings, since_ms, lambda: progress.advance(task)) if wait is None else None
             chosen, line = _audited(strategy, settings, names, ledger)
             progress.console.print(line, highlight=False, soft_wrap=True)  # stderr: --json's stdout stays alone
             if wait is not None:
                 progress.update(task, description="waiting for the groups to catch up")
                 show = lambda lags: progress.update(task, completed=sum(lags.values()))  # noqa: E731
                 wait_for_groups(settings, chosen, names, wait, show)
-                ledger = read_ledger(settings, since_ms)  # what they wrote meanwhile
+                progress.update(task, description="reading the ledger")
+                ledger = read_ledger(settings, since_ms, lambda: progress.advance(task))
             report, ledger = run_audit(settings, chosen, opened, ledger=ledger)
             if report.gaps:
-                mark_pending(settings, report)
+                mark_pending(settings, report, names)
             report.seconds = time.perf_counter() - started  # the ledger's read included
             repaired = None
             if fix and any(g.kind not in UNREPAIRABLE and not g.pending for g in report.gaps):

@@ -19,8 +19,8 @@ from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
 from streams.runtime import metrics as m
 from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
+from streams.runtime.redrive import letter_fields, skips
 from streams.runtime.redrive import read as read_redrive
-from streams.runtime.redrive import skips
 from streams.settings import Settings
 
 log = logging.getLogger("streams.agents")
@@ -139,7 +139,6 @@ class DeadLetterWriter:
     ) -> Any:
         """Publish one dead letter; the future of its delivery. `headers`: the refused message's, so that a
         re-driven record refused again says which attempt it was and which dead letter it came from."""
-        redrive = read_redrive(headers)
         letter = DeadLetter(
             reason_code=code,
             reason=reason,
@@ -151,8 +150,7 @@ class DeadLetterWriter:
             value=value,
             doc_id=doc_id,
             timestamp_ms=now_ms(),
-            attempt=redrive.attempt if redrive else 0,
-            redriven_from=redrive.of if redrive else None,
+            **letter_fields(headers),
         )
         log.warning("dead letter: %s %s: %s", stage, code, reason)
         m.DEAD_LETTERS.labels(stage.split(":")[0] if stage.startswith("sink") else stage, code).inc()

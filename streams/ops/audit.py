@@ -150,16 +150,12 @@ def read_ledger(
             ledger.deleted.add(doc_id)
         else:
             ledger.deleted.discard(doc_id)
-    from streams.ops.redrive import redriven
+    from streams.ops.redrive import letters, redriven
 
     gone = redriven(settings)  # a re-driven letter is no gap: its record's fate since is what counts
-    for message in read_topic(settings, topics.dead_letter, on_message=on_message):
-        try:
-            letter = DeadLetter(**codec.decode("dead_letter", message.value()))
-        except Exception:
-            continue
-        if letter.doc_id and f"{message.partition()}:{message.offset()}" not in gone:
-            ledger.dead[letter.doc_id].append(letter)
+    for item in letters(settings, on_message=on_message):
+        if item.letter.doc_id and item.id not in gone:
+            ledger.dead[item.letter.doc_id].append(item.letter)
     return ledger
 
 
@@ -340,14 +336,13 @@ def group_lags(settings: Settings, strategies: list[str], stores: list[str] | No
     return {g: sum(row.lag for row in group_lag(settings, g, topics)) for g, topics in groups.items()}
 
 
-def mark_pending(settings: Settings, report: AuditReport, lags: dict[str, int] | None = None) -> dict[str, int]:
+def mark_pending(settings: Settings, report: AuditReport, stores: list[str] | None = None) -> None:
     """Mark each gap that a group still behind may close as pending, with that group's lag: backlog, which
     `streams audit --wait` waits out, rather than loss. A group behind on any of its partitions counts."""
-    lags = group_lags(settings, report.strategies) if lags is None else lags
+    lags = group_lags(settings, report.strategies, stores)
     for gap in report.gaps:
         behind = [f"{g} lag {lags[g]}" for g in waits_on(settings, gap) if lags.get(g, 0) > 0]
         gap.pending = ", ".join(behind)
-    return lags
 
 
 def wait_for_groups(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -65,13 +65,16 @@ def _ms(value: str | None, option: str) -> int | None:
     return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp() * 1000)
 
 
-def letters(settings: Settings, choice: Choice | None = None) -> list[Letter]:
-    """The dead letters on the topic that `choice` takes, oldest first within each partition."""
+def letters(
+    settings: Settings, choice: Choice | None = None, on_message: Callable[[], None] | None = None
+) -> list[Letter]:
+    """The dead letters on the topic that `choice` takes, oldest first within each partition; a record that
+    is no dead letter this project wrote is passed over (nothing to re-drive, nothing for the ledger)."""
     from streams.ops.tail import read_topic
 
     codec = AvroCodec(settings.schema_registry_url)
     out: list[Letter] = []
-    for message in read_topic(settings, settings.topics.dead_letter):
+    for message in read_topic(settings, settings.topics.dead_letter, on_message=on_message):
         try:
             letter = DeadLetter(**codec.decode("dead_letter", message.value()))
         except Exception:
@@ -95,8 +98,8 @@ def redriven(settings: Settings) -> dict[str, dict]:
     return marks
 
 
-#: The topics a dead letter can go back to: the stage's own input.
 def _sources(settings: Settings) -> set[str]:
+    """The topics a dead letter can go back to: each refusing stage's own input."""
     t = settings.topics
     return {t.pages, t.documents, t.chunks, t.status}
 
@@ -129,19 +132,16 @@ def replay(settings: Settings, choice: Choice, dry_run: bool = False) -> Replaye
         return result
     refusals = Refusals()
     out = producer(settings, refusals)
-    for item in result.sent:
-        letter = item.letter
-        attempt = letter.attempt + 1
-        out.produce(
-            letter.source_topic,
-            key=letter.key,
-            value=letter.value,
-            headers=redrive.headers(item.id, attempt, letter.stage),
-        )
-    refusals.check(out, "re-driven record(s)")  # every record acknowledged before any is marked
     stamp = int(time.time() * 1000)
+    marks: list[tuple[bytes, bytes]] = []
     for item in result.sent:
-        mark = {"attempt": item.letter.attempt + 1, "at_ms": stamp, "to": item.letter.source_topic}
-        out.produce(settings.topics.redriven, key=item.id.encode(), value=json.dumps(mark).encode())
+        letter, attempt = item.letter, item.letter.attempt + 1
+        headers = redrive.headers(item.id, attempt, letter.stage)
+        out.produce(letter.source_topic, key=letter.key, value=letter.value, headers=headers)
+        mark = {"attempt": attempt, "at_ms": stamp, "to": letter.source_topic}
+        marks.append((item.id.encode(), json.dumps(mark).encode()))
+    refusals.check(out, "re-driven record(s)")  # every record acknowledged before any is marked
+    for key, value in marks:
+        out.produce(settings.topics.redriven, key=key, value=value)
     refusals.check(out, "re-drive mark(s)")
     return result

@@ -54,3 +54,9 @@ def skips(headers_: Any, stage: str) -> bool:
     """Whether a consumer at `stage` leaves this message alone: re-driven for another stage."""
     redrive = read(headers_)
     return redrive is not None and bool(redrive.stage) and redrive.stage != stage
+
+
+def letter_fields(headers_: Any) -> dict[str, Any]:
+    """A dead letter's `attempt` and `redriven_from` for a refused message: its re-drive, or a first refusal."""
+    redrive = read(headers_)
+    return {"attempt": redrive.attempt, "redriven_from": redrive.of} if redrive else {}

@@ -25,8 +25,7 @@ from streams.runtime.clients import (
     group_id,
     producer,
 )
-from streams.runtime.redrive import read as read_redrive
-from streams.runtime.redrive import skips
+from streams.runtime.redrive import letter_fields, skips
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
 from streams.sinks.ledger import Tracker
@@ -138,12 +137,10 @@ class SinkRunner:
         return f"sink:{self.sink.name}"
 
     def _dead_letter(self, message, reason: str, code: str = "invalid_record", doc_id: str | None = None) -> DeadLetter:
-        redrive = read_redrive(message.headers())
         return DeadLetter(
             reason_code=code,
             doc_id=doc_id,
-            attempt=redrive.attempt if redrive else 0,
-            redriven_from=redrive.of if redrive else None,
+            **letter_fields(message.headers()),
             reason=reason,
             stage=self.stage,
             source_topic=message.topic(),

@@ -12,10 +12,9 @@ from streams.core.document import assemble
 from streams.core.metadata import vector_keys
 from streams.core.records import build_records
 from streams.sinks.filters import FilterError, parse, readable_by
-from streams.sinks.lance_target import LanceTarget
-from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
 from tests.conftest import HashEmbedder, make_pages
+from tests.sinks.conftest import either_target
 
 KEYS = vector_keys("source,year:int,score:float,published:date,tags:list,public:bool,dc-kind")
 TEXT = "The harbour board met on Tuesday and voted to repair the east pier before the winter storms."
@@ -46,19 +45,13 @@ DOCS = {
 
 @pytest.fixture(params=["lancedb", "pinecone"])
 def target(request, tmp_path: Path, pinecone_double):
-    if request.param == "lancedb":
-        target = LanceTarget(tmp_path / "lance", columns=KEYS)
-    else:
-        url, key, _state = pinecone_double
-        target = PineconeTarget(api_key=key, host=url)
-    sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder(), metadata_keys=KEYS)
-    chunker = get_chunker("window")
-    for doc_id, metadata in DOCS.items():
-        doc = assemble(make_pages(doc_id, [TEXT], metadata=metadata))
-        sink.write_chunks(build_records(doc, chunker, chunker.chunk(doc)))
-    yield target
-    if request.param == "pinecone":
-        target.close()
+    with either_target(request.param, tmp_path, pinecone_double, KEYS) as target:
+        sink = VectorSink(target, tmp_path / "state.sqlite", embedder=HashEmbedder(), metadata_keys=KEYS)
+        chunker = get_chunker("window")
+        for doc_id, metadata in DOCS.items():
+            doc = assemble(make_pages(doc_id, [TEXT], metadata=metadata))
+            sink.write_chunks(build_records(doc, chunker, chunker.chunk(doc)))
+        yield target
 
 
 def _docs(target, filters: list[str], principal: str | None = None) -> list[str]:

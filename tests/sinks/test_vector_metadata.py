@@ -17,6 +17,7 @@ from streams.sinks.lance_target import LanceTarget
 from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
 from tests.conftest import HashEmbedder, make_pages
+from tests.sinks.conftest import either_target
 
 TEXT = "The council met on Tuesday. It voted on the budget. The motion carried by seven votes to two."
 KEYS = {"source": "str", "year": "int", "published": "date", "tags": "list", "public": "bool", "score": "float"}
@@ -39,13 +40,8 @@ def _records(doc_id: str, metadata: dict):
 
 @pytest.fixture(params=["lancedb", "pinecone"])
 def target(request, tmp_path: Path, pinecone_double):
-    if request.param == "lancedb":
-        yield LanceTarget(tmp_path / "lance", columns=KEYS)
-    else:
-        url, key, _state = pinecone_double
-        target = PineconeTarget(api_key=key, host=url)
+    with either_target(request.param, tmp_path, pinecone_double, KEYS) as target:
         yield target
-        target.close()
 
 
 def test_allow_listed_keys_reach_the_vectors_typed_and_the_others_do_not(target, tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from streams.core.events import ChunkStatus
 from streams.core.records import build_records
 from streams.core.tokenizers import get_tokenizer
 from streams.sinks.lance_target import LanceTarget
-from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
 from tests.conftest import HashEmbedder, make_pages
+from tests.sinks.conftest import either_target
 
 
 def _records(amendment: int, texts: list[str]):
@@ -50,13 +50,8 @@ def _superseded_by_amendment_1(records) -> list[ChunkStatus]:
 
 @pytest.fixture(params=["lancedb", "pinecone"])
 def target(request, tmp_path: Path, pinecone_double):
-    if request.param == "lancedb":
-        yield LanceTarget(tmp_path / "lance")
-    else:
-        url, key, _state = pinecone_double
-        target = PineconeTarget(api_key=key, host=url)
+    with either_target(request.param, tmp_path, pinecone_double) as target:
         yield target
-        target.close()
 
 
 def test_tables_skipped_flips_applied_unchanged_text_reused(target, tmp_path: Path) -> None:

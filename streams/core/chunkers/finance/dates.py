@@ -53,8 +53,8 @@ def quarter_year(doc: AssembledDocument) -> tuple[str | None, int | None]:
 def published_date(doc: AssembledDocument) -> str | None:
     """ISO date from metadata or the first date in the opening text."""
     for key in ("published_date", "date"):
-        if doc.meta(key):
-            return doc.meta(key)
+        if found := doc.meta(key):
+            return found
     head = doc.text[:1500]
     m = _DATE_WORDS.search(head)
     if m:
