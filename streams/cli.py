@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
 out = Console()
+#: With tenancy on (STREAMS_TENANT_KEY), every query names the one tenant it reads.
+TENANT_OPTION = typer.Option("--tenant", help="The tenant whose documents this reads (required with tenancy on).")
 
 
 #: Commands that talk to a broker they did not start: with security on, they check the credentials first.
@@ -444,10 +446,11 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print exactly one JSON object.")] = False,
     strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (repeatable).")] = None,
     stores: StoresOpt = "mongo,vectors",
+    tenant: Annotated[str | None, TENANT_OPTION] = None,
 ) -> None:
     """Each role of the running `streams up` (state, uptime, restarts, last exit), or one document's life."""
     if doc_id is not None:
-        _document_status(doc_id, as_json, strategy, stores)
+        _document_status(doc_id, as_json, strategy, stores, tenant)
         return
     from streams.ops.up import HEALTH_FILE
 
@@ -491,15 +494,18 @@ def _audited(
     return chosen, line
 
 
-def _document_status(doc_id: str, as_json: bool, strategy: list[str] | None, stores: str) -> None:
+def _document_status(
+    doc_id: str, as_json: bool, strategy: list[str] | None, stores: str, tenant: str | None = None
+) -> None:
     from streams.ops.audit import audit_stores, document_status
 
     settings = Settings()
+    scope = settings.tenant_scope(tenant)
     names = [s for s in stores.split(",") if s]
     chosen, line = _audited(strategy, settings, names)
     opened = audit_stores(settings, names)
     try:
-        report = document_status(settings, doc_id, opened, chosen)
+        report = document_status(settings, doc_id, opened, chosen, scope)
     finally:
         for store in opened:
             store.close()
@@ -550,6 +556,10 @@ def audit(
         float | None,
         typer.Option("--wait", min=0, help="First wait up to this many seconds for the groups to catch up."),
     ] = None,
+    tenant: Annotated[str | None, TENANT_OPTION] = None,
+    all_tenants: Annotated[
+        bool, typer.Option("--all-tenants", help="With tenancy on: the whole deployment, every tenant (operators).")
+    ] = False,
 ) -> None:
     """Check every document version on the pages topic against manifests and stores. Exit 0: no gaps; 1: gaps
     no group is still working on (loss); 3: only gaps a group still behind may close (backlog: `--wait`)."""
@@ -559,6 +569,7 @@ def audit(
     from streams.runtime import metrics
 
     settings = Settings()
+    scope = "" if all_tenants and settings.tenant_key else settings.tenant_scope(tenant)
     names = [s for s in stores.split(",") if s]
     since_ms = parse_from(since) if since else None
     opened = audit_stores(settings, names)
@@ -568,7 +579,9 @@ def audit(
             started = time.perf_counter()
             # The ledger the audit reads anyway also says what is deployed when nothing else does; with --wait
             # the groups come first, and the ledger is read once, after, with what they wrote meanwhile.
-            ledger = read_ledger(settings, since_ms, lambda: progress.advance(task)) if wait is None else None
+            ledger = (
+                read_ledger(settings, since_ms, lambda: progress.advance(task)).scoped(scope) if wait is None else None
+            )
             chosen, line = _audited(strategy, settings, names, ledger)
             progress.console.print(line, highlight=False, soft_wrap=True)  # stderr: --json's stdout stays alone
             if wait is not None:
@@ -576,7 +589,7 @@ def audit(
                 show = lambda lags: progress.update(task, completed=sum(lags.values()))  # noqa: E731
                 wait_for_groups(settings, chosen, names, wait, show)
                 progress.update(task, description="reading the ledger")
-                ledger = read_ledger(settings, since_ms, lambda: progress.advance(task))
+                ledger = read_ledger(settings, since_ms, lambda: progress.advance(task)).scoped(scope)
             report, ledger = run_audit(settings, chosen, opened, ledger=ledger)
             if report.gaps:
                 mark_pending(settings, report, names)
@@ -648,12 +661,13 @@ def search(
         str | None,
         typer.Option("--as", help="Only what this principal may read: named in the document's acl, or no acl."),
     ] = None,
+    tenant: Annotated[str | None, TENANT_OPTION] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Search the vector store (latest versions only); text comes from MongoDB by chunk id."""
     from streams.ops.search import search as run_search
 
-    hits = run_search(Settings(), question, k, strategy, filters or [], principal)
+    hits = run_search(Settings(), question, k, strategy, filters or [], principal, tenant)
     if as_json:
         for hit in hits:
             sys.stdout.write(json.dumps(hit, ensure_ascii=False, sort_keys=True, default=str) + "\n")

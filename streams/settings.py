@@ -257,6 +257,12 @@ class Settings(BaseSettings):
         description="the most bytes of metadata one vector may carry (as JSON); a document over it is "
         "dead-lettered by the vector sink. Pinecone takes at most 40 KB",
     )
+    tenant_key: str = Field(
+        "",
+        description="the page metadata key that names each document's tenant; set, it turns tenancy on: a "
+        "tenant's vectors go to its own Pinecone namespace and LanceDB table, every query is scoped to one "
+        "tenant, and a page without a tenant is dead-lettered (docs/bus.md, Tenants)",
+    )
     lancedb_path: Path | None = Field(None, description="the LanceDB directory (default: <data_dir>/lancedb)")
     pinecone_api_key: SecretStr | None = Field(None, description="Pinecone's API key (a secret: never printed)")
     pinecone_host: str | None = Field(None, description="Pinecone's control plane (Pinecone Local's address)")
@@ -372,6 +378,13 @@ class Settings(BaseSettings):
         vector_keys(value, VECTOR_FIELDS)  # MetadataError is a ValueError: one line, and no start
         return value
 
+    @field_validator("tenant_key")
+    @classmethod
+    def _tenant_key(cls, value: str) -> str:
+        from streams.core.metadata import check_key
+
+        return check_key(value) if value else value  # MetadataError is a ValueError: one line, and no start
+
     @model_validator(mode="after")
     def _within_pinecone(self) -> Settings:
         from streams.core.metadata import PINECONE_METADATA_BYTES
@@ -389,6 +402,21 @@ class Settings(BaseSettings):
         from streams.core.metadata import vector_keys
 
         return vector_keys(self.vector_metadata_keys)
+
+    def tenant_scope(self, tenant: str | None) -> str:
+        """The tenant a query is scoped to: required with tenancy on, refused without (one line each)."""
+        from streams.core.tenancy import TenantError, check_tenant
+
+        if not self.tenant_key:
+            if tenant:
+                raise ConfigError("tenancy is off (STREAMS_TENANT_KEY is unset): --tenant names nothing")
+            return ""
+        if not tenant:
+            raise ConfigError(f"tenancy is on (STREAMS_TENANT_KEY={self.tenant_key}): name the tenant (--tenant)")
+        try:
+            return check_tenant(tenant)
+        except TenantError as exc:
+            raise ConfigError(str(exc)) from None
 
     @model_validator(mode="after")
     def _under_deployment(self) -> Settings:

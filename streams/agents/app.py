@@ -189,7 +189,9 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
     versions = app.topic(topics.versions, key_type=bytes, value_type=bytes)
     gate: DeliveryGate = app.transport.delivery_gate
     most = record_limit(settings, topic_limit)
-    assembler = Assembler(headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw))
+    assembler = Assembler(
+        headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw), tenant_key=settings.tenant_key
+    )
 
     @app.on_partitions_assigned.connect
     async def on_assigned(*_args: object, **_kwargs: object) -> None:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, PageEvent
 from streams.core.metadata import MetadataError, check_size, merged
+from streams.core.tenancy import TenantError, qualify, tenant_of
 
 SEP = "\x1f"
 
@@ -87,8 +88,11 @@ def _check_depth(raw: bytes, limit: int = 64) -> None:
             depth -= 1
 
 
-def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> PageEvent:
-    """Bytes (JSON, or Avro when `decode_avro` is given) to a validated page, or BadInput."""
+def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000, tenant_key: str = "") -> PageEvent:
+    """Bytes (JSON, or Avro when `decode_avro` is given) to a validated page, or BadInput.
+
+    With `tenant_key` (tenancy on) the page's tenant is its metadata's value under that key, and its
+    `doc_id` the qualified `tenant#doc_id` (streams.core.tenancy); a page without one is refused."""
     if raw is None or len(raw) == 0:
         raise BadInput("empty_message", "message has no value")
     if len(raw) > max_bytes:
@@ -124,6 +128,7 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
     except (ValueError, RecursionError) as exc:
         raise BadInput("invalid_page_event", f"page event cannot be re-encoded: {exc}") from exc
     doc_id = data.get("doc_id") if isinstance(data.get("doc_id"), str) else None
+    data.pop("tenant", None)  # only the metadata key names a tenant
     try:
         page = PageEvent.model_validate(data)
     except ValidationError as exc:
@@ -138,6 +143,12 @@ def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000) -> Page
             f"page_number {page.page_number} is beyond page_count {page.page_count}",
             page.doc_id,
         )
+    if tenant_key:
+        try:
+            tenant = tenant_of(page.metadata, tenant_key)
+        except TenantError as exc:
+            raise BadInput(exc.code, str(exc), page.doc_id) from exc
+        page = page.model_copy(update={"doc_id": qualify(tenant, page.doc_id), "tenant": tenant})
     return page
 
 
@@ -161,7 +172,10 @@ class Assembler:
         pages: MutableMapping[str, bytes],
         limits: Limits | None = None,
         decode_avro=None,
+        tenant_key: str = "",
     ) -> None:
+        """`tenant_key`: the metadata key that names each page's tenant (tenancy on), or ""."""
+        self.tenant_key = tenant_key
         self.headers = headers
         self.pages = pages
         self.limits = limits or Limits()
@@ -170,6 +184,9 @@ class Assembler:
         self._stored: dict[str, list[int]] = {}  # doc key -> [pages stored, their bytes]
 
     # -- state helpers -------------------------------------------------------------------------
+    def _parse(self, raw: bytes) -> PageEvent:
+        return parse_page(raw, self.decode_avro, self.limits.max_page_bytes, self.tenant_key)
+
     @staticmethod
     def doc_key(doc_id: str, amendment: int) -> str:
         return f"{doc_id}{SEP}{amendment}"
@@ -234,7 +251,7 @@ class Assembler:
         """`redriven`: the page is a dead letter sent back (streams.runtime.redrive); a document that was
         dead-lettered starts again from it instead of refusing it as a late page."""
         try:
-            page = parse_page(raw, self.decode_avro, self.limits.max_page_bytes)
+            page = self._parse(raw)
         except BadInput as exc:
             return [Dead(exc.code, exc.reason, exc.doc_id, [raw])]
         if page.page_count > self.limits.max_pages:
@@ -295,7 +312,7 @@ class Assembler:
         pkey = self.page_key(key, page.page_number)
         stored_raw = self.pages.get(pkey)
         if stored_raw is not None:
-            if _digest(parse_page(stored_raw, self.decode_avro, self.limits.max_page_bytes)) == _digest(page):
+            if _digest(self._parse(stored_raw)) == _digest(page):
                 return []
             return [
                 self._kill(
@@ -336,7 +353,7 @@ class Assembler:
         # The page that completes a document is never stored: one table write and one tombstone fewer
         # per document, none at all for a single page.
         raws = self._take_pages(key, header)
-        pages = [parse_page(r, self.decode_avro, self.limits.max_page_bytes) for r in raws] + [last]
+        pages = [self._parse(r) for r in raws] + [last]
         raws.append(last_raw)
         done = {
             "state": "done",

@@ -62,6 +62,7 @@ def assemble(pages: Sequence[PageEvent], first_page_ms: int = 0, completed_ms: i
         elements=elements,
         first_page_ms=first_page_ms,
         completed_ms=completed_ms,
+        tenant=head.tenant,
     )
 
 

@@ -50,6 +50,8 @@ class PageEvent(BaseModel):
     amendment_number: int = Field(default=0, ge=0)
     metadata: dict[str, Any] = Field(default_factory=dict)  # the contract of streams.core.metadata
     elements: list[Element] = Field(default_factory=list)
+    #: set by assembly's parse from the metadata key that names tenants (streams.core.tenancy), never by input
+    tenant: str = Field("", exclude=True)
 
     @field_validator("doc_id")
     @classmethod
@@ -92,6 +94,8 @@ class AssembledDocument(BaseModel):
     elements: list[Element] = Field(default_factory=list)
     first_page_ms: int = 0
     completed_ms: int = 0
+    #: whose document it is ("" without tenancy); `doc_id` is then `tenant#doc_id` (streams.core.tenancy)
+    tenant: str = ""
 
     def meta(self, key: str, default: str = "") -> str:
         """One metadata value as the strategies read it: text (streams.core.metadata.as_text)."""
@@ -139,6 +143,8 @@ class ChunkRecord(BaseModel):
     routing: Routing | None = None
     #: The document's own metadata (its publisher's keys, typed), the same on every chunk of the document.
     doc_metadata: dict[str, Any] = Field(default_factory=dict)
+    #: whose chunk it is ("" without tenancy): its ids then open with `tenant#` (streams.core.tenancy)
+    tenant: str = ""
 
 
 class DeadLetter(BaseModel):

@@ -13,6 +13,7 @@ from streams.core.doctype import routing
 from streams.core.document import pages_for_range
 from streams.core.events import NOT_APPLICABLE, AssembledDocument, ChunkRecord, DocumentManifest
 from streams.core.metadata import own
+from streams.core.tenancy import scoped
 
 
 def normalized_text(text: str) -> str:
@@ -74,7 +75,7 @@ def chunk_id(
 def checksum(record: dict[str, Any]) -> str:
     """sha256 over the stable fields: everything except flags that change after publication.
 
-    The document's metadata enters it (a metadata-only change under the same id is a new checksum, and the
+    The document's metadata and tenant enter it (a metadata-only change under the same id is a new checksum, and the
     sinks replace the row and the vector's metadata); a field at its empty default does not, so records
     sum as they did before the field existed."""
     stable = {
@@ -82,7 +83,7 @@ def checksum(record: dict[str, Any]) -> str:
         for k, v in record.items()
         if k not in {"checksum", "is_latest_version"}
         and not (k == "routing" and v is None)
-        and not (k == "doc_metadata" and not v)
+        and not (k in ("doc_metadata", "tenant") and not v)
     }
     payload = json.dumps(stable, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
@@ -103,8 +104,9 @@ def build_records(
     for position, (draft, tokens) in enumerate(zip(drafts, counts, strict=True)):
         normalized = normalized_text(draft.text)
         body: dict[str, Any] = {
-            "chunk_id": chunk_id(
-                doc.doc_id, chunker.name, doc.amendment_number, draft, position, normalized, chunker.lineage
+            "chunk_id": scoped(
+                doc.tenant,
+                chunk_id(doc.doc_id, chunker.name, doc.amendment_number, draft, position, normalized, chunker.lineage),
             ),
             "doc_id": doc.doc_id,
             "document_name": doc.document_name,
@@ -130,6 +132,8 @@ def build_records(
             body["routing"] = decided
         if own_metadata:  # absent when empty, so a document without metadata sums as it did before
             body["doc_metadata"] = own_metadata
+        if doc.tenant:  # absent without tenancy, like doc_metadata
+            body["tenant"] = doc.tenant
         body["checksum"] = checksum(body)
         records.append(ChunkRecord(**body))
     return records

@@ -34,6 +34,7 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
+from streams.core.tenancy import qualify, tenant_in
 from streams.ops.tail import read_topic, reader
 from streams.runtime.clients import group_id
 from streams.settings import Settings
@@ -99,6 +100,20 @@ class Ledger:
     deleted: set[str] = field(default_factory=set)
     dead: dict[str, list[DeadLetter]] = field(default_factory=lambda: defaultdict(list))
 
+    def scoped(self, tenant: str) -> Ledger:
+        """What the topics say of one tenant's documents only ("": everything, as read)."""
+        if not tenant:
+            return self
+        mine = lambda doc_id: tenant_in(doc_id) == tenant  # noqa: E731
+        scoped = Ledger(
+            versions={k: v for k, v in self.versions.items() if mine(k[0])},
+            deleted={d for d in self.deleted if mine(d)},
+        )
+        scoped.manifests.update({k: v for k, v in self.manifests.items() if mine(k[0])})
+        scoped.indexed.update({k: v for k, v in self.indexed.items() if mine(k[0])})
+        scoped.dead.update({k: v for k, v in self.dead.items() if mine(k)})
+        return scoped
+
     def latest_amendment(self, doc_id: str) -> int:
         return max(a for d, a in self.versions if d == doc_id)
 
@@ -124,7 +139,12 @@ def read_ledger(
     ledger = Ledger()
     for message in read_topic(settings, topics.pages, since_ms, on_message):
         try:
-            page = parse_page(message.value(), lambda raw: codec.decode("page_event", raw), settings.max_page_bytes)
+            page = parse_page(
+                message.value(),
+                lambda raw: codec.decode("page_event", raw),
+                settings.max_page_bytes,
+                settings.tenant_key,
+            )
         except BadInput:
             continue  # refused at the door: the assembler dead-lettered it, reported from there
         version = ledger.versions.setdefault(
@@ -383,7 +403,12 @@ def _pages(settings: Settings, version: Version) -> list[PageEvent]:
             message = consumer.poll(10)
             if message is None or message.error():
                 raise RuntimeError(f"page {number} of {version.doc_id} could not be read back")
-            pages[number] = parse_page(message.value(), lambda raw: codec.decode("page_event", raw))
+            pages[number] = parse_page(
+                message.value(),
+                lambda raw: codec.decode("page_event", raw),
+                settings.max_page_bytes,
+                settings.tenant_key,
+            )
     finally:
         consumer.close()
     return list(pages.values())
@@ -500,9 +525,13 @@ def _doc_type(settings: Settings, version: Version) -> dict[str, Any] | None:
     return {"type": str(doc.doc_type), **(routing(doc.metadata) or {})}
 
 
-def document_status(settings: Settings, doc_id: str, stores: list[ChunkSink], strategies: list[str]) -> dict[str, Any]:
-    """The life of one document: pages, assembly or dead letter, and per strategy the ledger and stores."""
-    ledger = read_ledger(settings)
+def document_status(
+    settings: Settings, doc_id: str, stores: list[ChunkSink], strategies: list[str], tenant: str = ""
+) -> dict[str, Any]:
+    """The life of one document: pages, assembly or dead letter, and per strategy the ledger and stores.
+    With tenancy on, `doc_id` is the tenant's own id and only that tenant's document is read."""
+    doc_id = qualify(tenant, doc_id)
+    ledger = read_ledger(settings).scoped(tenant)
     versions = sorted((v for v in ledger.versions.values() if v.doc_id == doc_id), key=lambda v: v.amendment)
     if not versions and doc_id not in ledger.dead:
         raise ValueError(f"no pages of {doc_id!r} on {settings.topics.pages}")

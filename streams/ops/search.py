@@ -15,24 +15,27 @@ def search(
     strategy: str | None = None,
     filters: Sequence[str] = (),
     principal: str | None = None,
+    tenant: str | None = None,
 ) -> list[dict[str, Any]]:
     """The `k` nearest latest chunks meeting every filter (`year>=2024`, `tags=a|b`), and only those that
-    `principal` may read when one is given (streams.sinks.filters; FilterError: one line)."""
+    `principal` may read when one is given (streams.sinks.filters; FilterError: one line). With tenancy on
+    the search is `tenant`'s alone: its own namespace or table, and rows of its own."""
     from streams.embedstore import embedder_for
     from streams.sinks.factory import vector_target
     from streams.sinks.filters import parse, readable_by
     from streams.sinks.mongo import MongoSink
 
+    scope = settings.tenant_scope(tenant)
     where = parse(filters, settings.vector_keys)  # a bad filter is refused before the model loads
     if principal is not None:
         where.append(readable_by(principal))
     vector = embedder_for(settings).encode([question])[0]
-    matches = vector_target(settings).query([float(x) for x in vector], k, strategy, where)
+    matches = vector_target(settings, scope).query([float(x) for x in vector], k, strategy, where)
     if not matches:
         return []
     store = MongoSink.of(settings, timeout_ms=3000)
     try:
-        docs = {d["_id"]: d for d in store.by_ids([m.chunk_id for m in matches])}
+        docs = {d["_id"]: d for d in store.by_ids([m.chunk_id for m in matches], tenant=scope or None)}
     finally:
         store.close()
     hits = []

@@ -12,7 +12,29 @@ if TYPE_CHECKING:
     from streams.sinks.vectors import VectorSink
 
 
-def vector_target(settings: Settings) -> VectorTarget:
+def vector_target(settings: Settings, tenant: str | None = None) -> VectorTarget:
+    """The vectors of one tenant (its own namespace or table), or, with tenancy on and no tenant named,
+    every tenant's behind one router that a chunk id steers (streams.sinks.tenants)."""
+    if settings.tenant_key and tenant is None:
+        from streams.sinks.tenants import TenantTargets
+
+        return TenantTargets(lambda t: _one_target(settings, t), lambda: ["", *vector_tenants(settings)])
+    return _one_target(settings, tenant or "")
+
+
+def vector_tenants(settings: Settings) -> list[str]:
+    """The tenants that have vectors of their own in this deployment's store."""
+    from streams.sinks.tenants import tenants_in
+
+    base = _one_target(settings, "")
+    if settings.vector_store == "pinecone":
+        return tenants_in(settings.pinecone_namespace, base.namespaces())  # type: ignore[attr-defined]
+    return tenants_in(settings.lance_table, base.tables())  # type: ignore[attr-defined]
+
+
+def _one_target(settings: Settings, tenant: str) -> VectorTarget:
+    from streams.sinks.tenants import tenant_name
+
     if settings.vector_store == "pinecone":
         from streams.sinks.pinecone_target import PineconeTarget
 
@@ -22,12 +44,12 @@ def vector_target(settings: Settings) -> VectorTarget:
             api_key=settings.secret("pinecone_api_key"),
             host=settings.pinecone_host,
             index_host=settings.pinecone_index_host,
-            namespace=settings.pinecone_namespace,
+            namespace=tenant_name(settings.pinecone_namespace, tenant),
         )
     if settings.vector_store == "lancedb":
         from streams.sinks.lance_target import LanceTarget
 
-        return LanceTarget(settings.lance_dir, settings.lance_table, columns=settings.vector_keys)
+        return LanceTarget(settings.lance_dir, tenant_name(settings.lance_table, tenant), columns=settings.vector_keys)
     raise ValueError(f"unknown vector store {settings.vector_store!r}: use lancedb or pinecone")
 
 

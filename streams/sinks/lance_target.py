@@ -38,6 +38,7 @@ class LanceTarget:
 
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.table_name = table
         self.db = lancedb.connect(str(path))
         fields = [
             pa.field("chunk_id", pa.string()),
@@ -83,6 +84,14 @@ class LanceTarget:
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), 500):
             self.table.delete(f"chunk_id IN ({_sql_list(ids[start : start + 500])})")
+
+    def drop(self) -> None:
+        """The whole table, gone (a tenant's purge): its files leave the disk."""
+        self.db.drop_table(self.table_name)
+
+    def tables(self) -> list[str]:
+        """Every table of this LanceDB directory (a tenant's are `<table>--<tenant>`)."""
+        return sorted(self.db.table_names())
 
     def count(self, latest_only: bool = False) -> int:
         return self.table.count_rows("is_latest_version = true" if latest_only else None)

@@ -28,6 +28,7 @@ INDEXES: list[list[tuple[str, int]]] = [
     [("strategy", ASCENDING), ("is_latest_version", ASCENDING)],
     [("section_type", ASCENDING)],
     [("content_hash", ASCENDING)],
+    [("tenant", ASCENDING), ("doc_id", ASCENDING)],
 ]
 
 
@@ -127,8 +128,12 @@ class MongoSink:
             query["is_latest_version"] = True
         return self.collection.count_documents(query)
 
-    def by_ids(self, ids: Sequence[str]) -> list[dict[str, Any]]:
-        return list(self.collection.find({"_id": {"$in": list(ids)}}))
+    def by_ids(self, ids: Sequence[str], tenant: str | None = None) -> list[dict[str, Any]]:
+        """The rows of `ids`; with `tenant`, only that tenant's (a query never reads across tenants)."""
+        query: dict[str, Any] = {"_id": {"$in": list(ids)}}
+        if tenant is not None:
+            query["tenant"] = tenant
+        return list(self.collection.find(query))
 
     def refusal(self, record: ChunkRecord) -> tuple[str, str] | None:
         """Every record fits: its metadata is checked at assembly, and a record is far below a document's 16 MB."""

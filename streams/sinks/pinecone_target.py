@@ -162,6 +162,21 @@ class PineconeTarget:
             with self._errors("delete"):
                 self._index.delete(ids=batch, namespace=self.namespace)
 
+    def drop(self) -> None:
+        """Every vector of this namespace, gone (a tenant's purge): `deleteAll` on the namespace."""
+        with self._errors("delete"):
+            try:
+                self._index.delete(delete_all=True, namespace=self.namespace)
+            except Exception as exc:  # a namespace never written is a 404 on serverless: nothing to drop
+                if getattr(exc, "status_code", None) != 404:
+                    raise
+
+    def namespaces(self) -> list[str]:
+        """The index's namespaces that hold vectors (a tenant's are `<namespace>--<tenant>`)."""
+        with self._errors("count"):
+            stats = self._index.describe_index_stats()
+        return sorted(stats.namespaces)
+
     def count(self, latest_only: bool = False) -> int:
         """All vectors from the namespace stats; latest ones by listing and fetching every id.
 

@@ -156,11 +156,12 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
         # One filter per line (or several `f` parameters), as `streams search --filter`; `as`: a principal.
         filters = [f.strip() for raw in request.query_params.getlist("f") for f in raw.splitlines() if f.strip()]
         principal = request.query_params.get("as", "").strip() or None
+        tenant = request.query_params.get("t", "").strip() or None  # required with tenancy on
         hits: list[dict[str, Any]] = []
         error = ""
         if question:
             try:
-                hits = await run_in_threadpool(data.search, question, k, strategy, filters, principal)
+                hits = await run_in_threadpool(data.search, question, k, strategy, filters, principal, tenant)
             except Exception as exc:  # the vector store may not exist yet, or a filter is wrong: say so
                 error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return page(
@@ -171,6 +172,8 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
             k=k,
             f="\n".join(filters),
             principal=principal or "",
+            tenant=tenant or "",
+            tenancy=bool(settings.tenant_key),
             hits=hits,
             error=error,
         )

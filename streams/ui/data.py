@@ -114,7 +114,10 @@ class ConsoleData:
         for message in self.pages.read_new():
             try:
                 page = parse_page(
-                    message.value(), lambda raw: self.codec.decode("page_event", raw), self.settings.max_page_bytes
+                    message.value(),
+                    lambda raw: self.codec.decode("page_event", raw),
+                    self.settings.max_page_bytes,
+                    self.settings.tenant_key,
                 )
             except BadInput:
                 continue  # refused at the door: it is on the dead-letter topic, shown on the bus page
@@ -231,10 +234,11 @@ class ConsoleData:
         strategy: str | None = None,
         filters: Sequence[str] = (),
         principal: str | None = None,
+        tenant: str | None = None,
     ) -> list[dict[str, Any]]:
         from streams.ops.search import search
 
-        return search(self.settings, question, k, strategy, filters, principal)
+        return search(self.settings, question, k, strategy, filters, principal, tenant)
 
     # -- try a file, publish -----------------------------------------------------------------------
     def read_upload(self, filename: str, data: bytes, doc_type: str | None) -> list[PageEvent]:
