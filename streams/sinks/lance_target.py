@@ -91,7 +91,14 @@ class LanceTarget:
 
     def tables(self) -> list[str]:
         """Every table of this LanceDB directory (a tenant's are `<table>--<tenant>`)."""
-        return sorted(self.db.table_names())
+        names: list[str] = []
+        token = None
+        while True:  # paged: a deployment with many tenants has many tables
+            page = self.db.list_tables(page_token=token)
+            names += page.tables
+            token = page.page_token
+            if not token:
+                return sorted(names)
 
     def count(self, latest_only: bool = False) -> int:
         return self.table.count_rows("is_latest_version = true" if latest_only else None)

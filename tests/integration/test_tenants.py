@@ -1,0 +1,118 @@
+"""Two tenants publish the same documents (same ids, same text) through the whole pipeline on each broker,
+into MongoDB (SecantusDB) and LanceDB: neither ever sees the other's chunks, ids or counts; a page that names
+no tenant, or one that is not a tenant name, is dead-lettered with its reason."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from streams.ops.audit import audit, document_status, read_ledger
+from streams.ops.embedded import document_store
+from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
+from streams.ops.search import search
+from streams.settings import ConfigError
+from streams.sinks.factory import vector_sink, vector_target, vector_tenants
+from streams.sinks.mongo import MongoSink
+from streams.sinks.runner import SinkRunner
+from tests.conftest import HashEmbedder, make_pages
+from tests.integration.conftest import pipeline_settings
+
+pytestmark = pytest.mark.integration
+
+TEXTS = {
+    "minutes": ["The harbour board met on Tuesday and voted to repair the east pier before the winter storms. " * 8],
+    "budget": ["The ferry budget grows by four percent; the dredging contract is put out to tender in March. " * 8],
+}
+TENANTS = ("acme", "globex")
+
+
+def _until(condition, what, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out: {what()}")
+
+
+def test_two_tenants_with_the_same_documents_never_see_each_other(tmp_path: Path) -> None:
+    store = document_store(tmp_path).start()
+    settings = pipeline_settings(
+        tmp_path, sink_assignment="manual", tenant_key="workspace", mongo_url=f"mongodb://{store.address}"
+    )
+    try:
+        with LocalPipeline(settings, ["window"]) as pipeline:
+            settings = pipeline.settings
+            mongo, vectors = MongoSink.of(settings), vector_sink(settings, HashEmbedder())
+            mongo.ensure_indexes()
+            stop = threading.Event()
+            runners = [SinkRunner(settings, mongo), SinkRunner(settings, vectors)]
+            threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
+            for thread in threads:
+                thread.start()
+            collector = Collector(settings)
+            try:
+                pages = [
+                    page
+                    for tenant in TENANTS
+                    for doc_id, texts in TEXTS.items()
+                    for page in make_pages(doc_id, texts, metadata={"workspace": tenant, "title": doc_id})
+                ]
+                pages += make_pages("orphan", TEXTS["minutes"], metadata={"title": "no tenant"})
+                pages += make_pages("numbered", TEXTS["minutes"], metadata={"workspace": 42})
+                publish_pages(settings, pages)
+                expected = [(f"{t}#{d}", 0) for t in TENANTS for d in TEXTS]
+                collector.wait(expected, ["window"], timeout=180)
+                records = collector.result.records()
+                ids = {t: {r.chunk_id for r in records if r.tenant == t} for t in TENANTS}
+                total = sum(len(v) for v in ids.values())
+                _until(
+                    lambda: mongo.count() == total and vectors.target.count() == total,
+                    lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()} of {total}",
+                )
+                hits = {t: search(settings, "the east pier", 50, tenant=t) for t in TENANTS}
+                with pytest.raises(ConfigError, match="name the tenant"):
+                    search(settings, "the east pier")
+                counts = {t: mongo.count(tenant=t) for t in TENANTS}
+                tables = {t: vector_target(settings, t).count() for t in TENANTS}
+                untenanted = vector_target(settings, "").count()
+                listed = vector_tenants(settings)
+                ledger = read_ledger(settings)
+                reports = {
+                    t: audit(settings, ["window"], [mongo, vectors], ledger=ledger.scoped(t))[0] for t in TENANTS
+                }
+                status = document_status(settings, "minutes", [mongo, vectors], ["window"], tenant="globex")
+                while collector.poll(1.0):
+                    pass
+                dead = {d.doc_id: d for d in collector.result.dead if d.stage == "assembly"}
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(30)
+                collector.close()
+    finally:
+        store.stop()
+
+    # The same documents give the same number of chunks, under ids of each tenant's own.
+    assert len(ids["acme"]) == len(ids["globex"]) > 0 and not ids["acme"] & ids["globex"]
+    assert all(i.startswith(f"{t}#window-") for t in TENANTS for i in ids[t])
+    assert {r.doc_id for r in records} == {doc for doc, _ in expected}
+    # Rows carry the tenant; each tenant's vectors live in a table of their own, none in the shared one.
+    assert counts == {t: len(ids[t]) for t in TENANTS} and untenanted == 0
+    assert tables == {t: len(ids[t]) for t in TENANTS} and listed == sorted(TENANTS)
+    # A search is one tenant's: its own chunks and documents only, and never without a tenant.
+    for tenant in TENANTS:
+        assert hits[tenant] and {h["chunk_id"] for h in hits[tenant]} <= ids[tenant]
+        assert {h["doc_id"] for h in hits[tenant]} == {f"{tenant}#{d}" for d in TEXTS}
+    # The audit and a document's status count one tenant's documents alone.
+    assert {t: (r.versions, r.gaps) for t, r in reports.items()} == {t: (len(TEXTS), []) for t in TENANTS}
+    assert status["doc_id"] == "globex#minutes"
+    chunk_ids = {c for v in status["versions"] for row in v["strategies"].values() for c in [row["manifest"]["chunks"]]}
+    assert chunk_ids == {len([r for r in records if r.doc_id == "globex#minutes"])}
+    # A page with no tenant, or a tenant that is no name, is dead-lettered with its reason.
+    assert dead["orphan"].reason_code == "tenant_missing" and "'workspace'" in dead["orphan"].reason
+    assert dead["numbered"].reason_code == "tenant_invalid" and "int" in dead["numbered"].reason
