@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from streams.core.events import DocType, PageEvent
+from streams.core.tenancy import qualify
 from streams.ops.progress import progress_bar
 from streams.settings import Settings
 
@@ -273,16 +274,54 @@ def sink(
 
 
 @app.command()
-def delete(doc_id: Annotated[str, typer.Argument(help="Document to retire, every amendment.")]) -> None:
-    """Publish a tombstone for a document on the versions topic: every strategy retires its chunks."""
-    from streams.ops.pipeline import Refusals, producer
+def delete(
+    doc_id: Annotated[str | None, typer.Argument(help="Document to retire (or purge), every amendment.")] = None,
+    tenant: Annotated[str | None, TENANT_OPTION] = None,
+    purge: Annotated[
+        bool,
+        typer.Option(
+            "--purge",
+            help="Erase, not retire: rows, vectors, embeddings and (with STREAMS_DOCUMENT_KEYS) the document's key, "
+            "so every copy on the topics is unreadable; with --tenant and no document, all of the tenant's.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the purge's receipt as one JSON object.")] = False,
+) -> None:
+    """Retire a document: a tombstone on the versions topic, and every strategy retires its chunks (kept, flagged,
+    for audits). With --purge, erase it from every store and topic, and keep a receipt."""
+    from streams.ops.purge import purge as run_purge
+    from streams.ops.purge import tombstone
 
     settings = Settings()
-    refusals = Refusals()
-    out_ = producer(settings, refusals)
-    out_.produce(settings.topics.versions, key=doc_id.encode(), value=None)
-    refusals.check(out_, "tombstone(s)")  # one clear line (main), not a tombstone reported as published
-    err.print(f"tombstone for {doc_id!r} published on {settings.topics.versions}")
+    if not purge:
+        if doc_id is None:
+            raise ValueError("name the document to retire (or --purge --tenant T for all of a tenant's)")
+        qualified = qualify(settings.tenant_scope(tenant), doc_id)
+        tombstone(settings, [qualified])
+        err.print(f"tombstone for {qualified!r} published on {settings.topics.versions}")
+        return
+    with _progress() as progress:
+        task = progress.add_task("purging", total=None)
+        receipt = run_purge(
+            settings,
+            [doc_id] if doc_id else [],
+            tenant,
+            on_step=lambda step: progress.update(task, description=step),
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(receipt.as_dict(), sort_keys=True) + "\n")
+        return
+    what = (
+        f"tenant {receipt.tenant!r} ({len(receipt.doc_ids)} documents)"
+        if receipt.whole_tenant
+        else ", ".join(receipt.doc_ids)
+    )
+    err.print(
+        f"purged {what}: {receipt.rows} rows, {receipt.vectors} vectors, {receipt.embeddings} embeddings, "
+        f"{receipt.keys} keys; topics: {receipt.topics} (receipt {receipt.purge_id})"
+    )
+    for note in receipt.notes:
+        err.print(f"  {note}")
 
 
 @app.command()
@@ -621,6 +660,8 @@ def audit(
         counts = ", ".join(f"{k} {v}" for k, v in report.counts().items() if v) or "no gaps"
         skipped = sum(report.not_applicable.values())
         note = f" ({skipped} not applicable to their strategy, accounted for)" if skipped else ""
+        if report.purged:
+            note += f" ({report.purged} purged documents, accounted for)"
         err.print(
             f"audited {report.versions} document versions x {len(chosen)} strategies in {report.seconds:.1f}s: "
             f"{counts}{note}"

@@ -111,6 +111,16 @@ class SqliteEmbeddingStore:
                 (excess,),
             )
 
+    def forget(self, keys: Sequence[str]) -> int:
+        """Every model's vector of `keys` gone (a purge): how many rows left."""
+        removed = 0
+        with self._lock:
+            for start in range(0, len(keys), _BATCH):
+                batch = list(keys[start : start + _BATCH])
+                marks = ",".join("?" * len(batch))
+                removed += self.db.execute(f"DELETE FROM vectors WHERE key IN ({marks})", batch).rowcount
+        return removed
+
     def count(self) -> int:
         with self._lock:
             return int(self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
@@ -169,6 +179,16 @@ class MongoEmbeddingStore:
                 ],
                 ordered=False,
             )
+
+    def forget(self, keys: Sequence[str]) -> int:
+        """Every model's vector of `keys` gone (a purge): ids are `model|key`, so one pattern per batch."""
+        import re
+
+        removed = 0
+        for start in range(0, len(keys), _BATCH):
+            pattern = "\\|(" + "|".join(re.escape(k) for k in keys[start : start + _BATCH]) + ")$"
+            removed += self.collection.delete_many({"_id": {"$regex": pattern}}).deleted_count
+        return removed
 
     def close(self) -> None:
         self.client.close()

@@ -263,6 +263,19 @@ class Settings(BaseSettings):
         "tenant's vectors go to its own Pinecone namespace and LanceDB table, every query is scoped to one "
         "tenant, and a page without a tenant is dead-lettered (docs/bus.md, Tenants)",
     )
+    document_keys: bool = Field(
+        False,
+        description="seal every record that carries a document's text (pages published by the project, "
+        "assembled documents, chunks, dead letters, changelogs) with that document's own key, kept in "
+        "MongoDB: `streams delete --purge` deletes the key, and every copy on every topic becomes unreadable "
+        "(docs/bus.md, Deletion)",
+    )
+    key_cache_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="how long a process keeps a document key it used; a purge waits this long after deleting "
+        "the keys, so that once it returns no process can read the purged documents",
+    )
     lancedb_path: Path | None = Field(None, description="the LanceDB directory (default: <data_dir>/lancedb)")
     pinecone_api_key: SecretStr | None = Field(None, description="Pinecone's API key (a secret: never printed)")
     pinecone_host: str | None = Field(None, description="Pinecone's control plane (Pinecone Local's address)")

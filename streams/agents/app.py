@@ -17,8 +17,10 @@ from streams.agents.transport import QuietMonitor, Transport, hold_empty_fetches
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
 from streams.core.events import DeadLetter
+from streams.core.sealed import Shredded
 from streams.runtime import metrics as m
 from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
+from streams.runtime.keyring import codec_for
 from streams.runtime.redrive import letter_fields, skips
 from streams.runtime.redrive import read as read_redrive
 from streams.settings import Settings
@@ -166,7 +168,7 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
     from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
     app = make_app("assembler", settings)
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     topics = settings.topics
     source = app.topic(topics.pages, topics.ticks, key_type=bytes, value_type=bytes)
     ticks = app.topic(topics.ticks, key_type=bytes, value_type=bytes)
@@ -190,7 +192,12 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
     gate: DeliveryGate = app.transport.delivery_gate
     most = record_limit(settings, topic_limit)
     assembler = Assembler(
-        headers, pages, limits, decode_avro=lambda raw: codec.decode("page_event", raw), tenant_key=settings.tenant_key
+        headers,
+        pages,
+        limits,
+        decode_avro=lambda raw: codec.decode("page_event", raw),
+        tenant_key=settings.tenant_key,
+        unseal=codec.unseal,
     )
 
     @app.on_partitions_assigned.connect
@@ -286,7 +293,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
     app = make_app(f"chunker-{strategy}", settings)
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     topics = settings.topics
     source = app.topic(topics.documents, topics.versions, key_type=bytes, value_type=bytes)
     chunks = app.topic(topics.chunks, key_type=bytes, value_type=bytes)
@@ -372,6 +379,9 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
                 doc, published = run(event.value)
             else:  # long enough that the loop should keep serving produce acks and commits meanwhile
                 doc, published = await loop.run_in_executor(None, run, event.value)
+        except Shredded as exc:  # a purged document (a replay reads it again): nothing of it can be read
+            log.info("chunker %s: %s", strategy, exc)
+            return []
         except AvroDecodeError as exc:
             failure = ("invalid_avro", str(exc))
         except ChunkingError as exc:

@@ -12,7 +12,7 @@ import functools
 import io
 import json
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from fastavro.schema import expand_schema, fingerprint, parse_schema, to_parsing
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"  # streams/schemas links to the top-level schemas/
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 CONFLUENT_MAGIC = 0
+SEALED_MAGIC = b"\xc5\x53"  # streams.core.sealed
 
 SUBJECTS = {
     "page_event": "streams.PageEvent",
@@ -132,6 +133,9 @@ def _read(writer: Any, reader: Any, body: bytes) -> dict[str, Any]:
 class AvroCodec:
     """Encodes with the configured framing; decodes either framing."""
 
+    #: opens a record sealed with a document key (streams.runtime.keyring.SealingCodec); none here
+    unseal: Callable[[bytes], bytes] | None = None
+
     def __init__(self, registry_url: str | None = None, registry: Any | None = None) -> None:
         self.schemas = schema_set()
         self.registry = registry
@@ -163,6 +167,10 @@ class AvroCodec:
         return SINGLE_OBJECT_MARKER + self.schemas.current_fingerprint[subject] + body
 
     def decode(self, subject: str, data: bytes) -> dict[str, Any]:
+        if data[:2] == SEALED_MAGIC:  # a document key's record, and this codec holds no key ring
+            from streams.core.sealed import Shredded, envelope
+
+            raise Shredded(envelope(data)[0], "sealed with a document key, and STREAMS_DOCUMENT_KEYS is off here")
         reader = self.schemas.current[subject]
         if data[:2] == SINGLE_OBJECT_MARKER and len(data) >= 10:
             found = self.schemas.fingerprints.get(data[2:10])

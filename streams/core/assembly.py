@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, PageEvent
 from streams.core.metadata import MetadataError, check_size, merged
+from streams.core.sealed import Shredded, is_sealed
 from streams.core.tenancy import TenantError, qualify, tenant_of
 
 SEP = "\x1f"
@@ -88,15 +89,23 @@ def _check_depth(raw: bytes, limit: int = 64) -> None:
             depth -= 1
 
 
-def parse_page(raw: bytes, decode_avro=None, max_bytes: int = 2_000_000, tenant_key: str = "") -> PageEvent:
+def parse_page(
+    raw: bytes, decode_avro=None, max_bytes: int = 2_000_000, tenant_key: str = "", unseal=None
+) -> PageEvent:
     """Bytes (JSON, or Avro when `decode_avro` is given) to a validated page, or BadInput.
 
     With `tenant_key` (tenancy on) the page's tenant is its metadata's value under that key, and its
-    `doc_id` the qualified `tenant#doc_id` (streams.core.tenancy); a page without one is refused."""
+    `doc_id` the qualified `tenant#doc_id` (streams.core.tenancy); a page without one is refused. A page
+    sealed with its document's key (streams.core.sealed) is opened by `unseal` first; Shredded, when its
+    document was purged, is not BadInput: nothing is wrong with it, and nothing of it can be read."""
     if raw is None or len(raw) == 0:
         raise BadInput("empty_message", "message has no value")
     if len(raw) > max_bytes:
         raise BadInput("page_too_large", f"page message is {len(raw)} bytes, over the {max_bytes}-byte limit")
+    if is_sealed(raw):
+        if unseal is None:
+            raise BadInput("sealed_page", "page is sealed with a document key and STREAMS_DOCUMENT_KEYS is off here")
+        raw = unseal(raw)
     is_avro = decode_avro is not None and raw[:1] in (b"\x00", b"\xc3")
     if is_avro:
         try:
@@ -173,9 +182,13 @@ class Assembler:
         limits: Limits | None = None,
         decode_avro=None,
         tenant_key: str = "",
+        unseal=None,
     ) -> None:
-        """`tenant_key`: the metadata key that names each page's tenant (tenancy on), or ""."""
+        """`tenant_key`: the metadata key that names each page's tenant (tenancy on), or ""; `unseal`
+        opens a page sealed with its document's key (streams.runtime.keyring)."""
         self.tenant_key = tenant_key
+        self.unseal = unseal
+        self.purged = 0  # pages of purged documents seen (sealed, and their key gone)
         self.headers = headers
         self.pages = pages
         self.limits = limits or Limits()
@@ -185,7 +198,7 @@ class Assembler:
 
     # -- state helpers -------------------------------------------------------------------------
     def _parse(self, raw: bytes) -> PageEvent:
-        return parse_page(raw, self.decode_avro, self.limits.max_page_bytes, self.tenant_key)
+        return parse_page(raw, self.decode_avro, self.limits.max_page_bytes, self.tenant_key, self.unseal)
 
     @staticmethod
     def doc_key(doc_id: str, amendment: int) -> str:
@@ -249,7 +262,15 @@ class Assembler:
     # -- events --------------------------------------------------------------------------------
     def on_page(self, raw: bytes, partition: int = 0, now_ms: int = 0, redriven: bool = False) -> list[Outcome]:
         """`redriven`: the page is a dead letter sent back (streams.runtime.redrive); a document that was
-        dead-lettered starts again from it instead of refusing it as a late page."""
+        dead-lettered starts again from it instead of refusing it as a late page. A page of a purged document
+        gives nothing: its pages already stored stay sealed until the timeout sweeps them."""
+        try:
+            return self._on_page(raw, partition, now_ms, redriven)
+        except Shredded:
+            self.purged += 1
+            return []
+
+    def _on_page(self, raw: bytes, partition: int, now_ms: int, redriven: bool) -> list[Outcome]:
         try:
             page = self._parse(raw)
         except BadInput as exc:

@@ -34,9 +34,11 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DeadLetter, DocumentIndexed, DocumentManifest, PageEvent
 from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
+from streams.core.sealed import Shredded
 from streams.core.tenancy import qualify, tenant_in
 from streams.ops.tail import read_topic, reader
 from streams.runtime.clients import group_id
+from streams.runtime.keyring import codec_for
 from streams.settings import Settings
 from streams.sinks.base import STORED, ChunkSink
 from streams.sinks.ledger import indexed_event
@@ -99,6 +101,8 @@ class Ledger:
     indexed: dict[tuple[str, int, str], list[DocumentIndexed]] = field(default_factory=lambda: defaultdict(list))
     deleted: set[str] = field(default_factory=set)
     dead: dict[str, list[DeadLetter]] = field(default_factory=lambda: defaultdict(list))
+    #: documents whose pages are sealed under a deleted key: purged (streams.ops.purge)
+    purged: set[str] = field(default_factory=set)
 
     def scoped(self, tenant: str) -> Ledger:
         """What the topics say of one tenant's documents only ("": everything, as read)."""
@@ -108,6 +112,7 @@ class Ledger:
         scoped = Ledger(
             versions={k: v for k, v in self.versions.items() if mine(k[0])},
             deleted={d for d in self.deleted if mine(d)},
+            purged={d for d in self.purged if mine(d)},
         )
         scoped.manifests.update({k: v for k, v in self.manifests.items() if mine(k[0])})
         scoped.indexed.update({k: v for k, v in self.indexed.items() if mine(k[0])})
@@ -134,7 +139,7 @@ class Ledger:
 def read_ledger(
     settings: Settings, since_ms: int | None = None, on_message: Callable[[], None] | None = None
 ) -> Ledger:
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     topics = settings.topics
     ledger = Ledger()
     for message in read_topic(settings, topics.pages, since_ms, on_message):
@@ -144,9 +149,13 @@ def read_ledger(
                 lambda raw: codec.decode("page_event", raw),
                 settings.max_page_bytes,
                 settings.tenant_key,
+                codec.unseal,
             )
         except BadInput:
             continue  # refused at the door: the assembler dead-lettered it, reported from there
+        except Shredded as exc:
+            ledger.purged.add(exc.key_id)  # its key is gone: purged, accounted for by its receipt
+            continue
         version = ledger.versions.setdefault(
             (page.doc_id, page.amendment_number), Version(page.doc_id, page.amendment_number, page.page_count)
         )
@@ -220,6 +229,8 @@ class AuditReport:
     seconds: float = 0.0
     #: document versions a strategy skipped as not for it (accounted for, not gaps), per strategy
     not_applicable: dict[str, int] = field(default_factory=dict)
+    #: documents purged (their pages sealed under a deleted key): accounted for, never gaps
+    purged: int = 0
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(GAP_KINDS, 0)
@@ -241,6 +252,7 @@ class AuditReport:
             "seconds": round(self.seconds, 3),
             "gaps": self.counts(),
             "not_applicable": dict(self.not_applicable),
+            "purged": self.purged,
             "pending": len(self.pending()),
             "details": [g.as_dict() for g in self.gaps],
         }
@@ -258,7 +270,7 @@ def audit(
     """Gaps of every document version on the pages topic (or of `only_doc`'s only)."""
     started = time.perf_counter()
     ledger = ledger or read_ledger(settings, since_ms, on_message)
-    report = AuditReport(strategies=list(strategies))
+    report = AuditReport(strategies=list(strategies), purged=len(ledger.purged))
     mongo = next((s for s in stores if s.holds_tables), None)
     versions_by_doc: dict[str, list[Version]] = defaultdict(list)
     for version in ledger.versions.values():
@@ -394,7 +406,7 @@ class RepairReport:
 
 
 def _pages(settings: Settings, version: Version) -> list[PageEvent]:
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     consumer = reader(settings)
     pages: dict[int, PageEvent] = {}
     try:
@@ -408,6 +420,7 @@ def _pages(settings: Settings, version: Version) -> list[PageEvent]:
                 lambda raw: codec.decode("page_event", raw),
                 settings.max_page_bytes,
                 settings.tenant_key,
+                codec.unseal,
             )
     finally:
         consumer.close()
@@ -423,7 +436,7 @@ def repair(
 ) -> RepairReport:
     from streams.ops.pipeline import Refusals, producer
 
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     refusals = Refusals()  # a repair record the broker refused is not a repair
     out = producer(settings, refusals)
     done = RepairReport()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPartition
 
-from streams.codec.avro import AvroCodec
 from streams.core.events import ChunkRecord, DeadLetter, DocumentManifest, PageEvent
+from streams.core.sealed import Shredded
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
@@ -32,6 +32,7 @@ from streams.runtime.clients import (
     producer,
     reached_ends,
 )
+from streams.runtime.keyring import codec_for
 from streams.runtime.watchdog import EX_STALLED
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
@@ -57,13 +58,19 @@ class Refusals(DeliveryReports):
 
 
 def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:
-    """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id."""
+    """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id; with document keys
+    on, each page sealed with its document's key, so a purge erases it on the pages topic too."""
+    from streams.runtime.keyring import page_sealer
+
     refusals = Refusals()
     out = producer(settings, refusals)
+    seal = page_sealer(settings)
     sent = 0
     for event in events:
         if isinstance(event, PageEvent):
             key, value = event.doc_id.encode(), event.model_dump_json().encode()
+            if seal is not None:
+                value = seal(event.model_dump(), value)
         else:
             key, value = event
         out.produce(settings.topics.pages, key=key, value=value)
@@ -86,6 +93,8 @@ class Collected:
     duplicates: int = 0
     # broker timestamp (epoch seconds) of the latest chunk per document, amendment and strategy
     arrived: dict[tuple[str, int, str], float] = field(default_factory=dict)
+    #: documents whose records were read sealed under a deleted key (purged)
+    purged: set[str] = field(default_factory=set)
 
     def add_chunk(self, record: ChunkRecord, timestamp: float | None = None) -> None:
         key = (record.doc_id, record.amendment_number, record.strategy)
@@ -130,7 +139,7 @@ class Collector:
 
     def __init__(self, settings: Settings, watch_documents: bool = False, watch_indexed: bool = False) -> None:
         self.settings = settings
-        self.codec = AvroCodec(settings.schema_registry_url)
+        self.codec = codec_for(settings)
         self.result = Collected()
         self.documents_seen: set[tuple[str, int]] = set()  # (doc_id, amendment) assembled, with watch_documents
         self.next_offsets: dict[tuple[str, int], int] = {}  # (topic, partition) -> the offset after the last read
@@ -164,27 +173,30 @@ class Collector:
                 continue
             got += 1
             self.next_offsets[(message.topic(), message.partition())] = message.offset() + 1
-            if message.topic() == self.settings.topics.chunks:
-                kind, stamp = message.timestamp()
-                self.result.add_chunk(
-                    ChunkRecord(**self.codec.decode("chunk_record", message.value())),
-                    stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else None,
-                )
-            elif message.topic() == self.settings.topics.indexed:
-                event = self.codec.decode("document_indexed", message.value())
-                key = (event["doc_id"], event["amendment_number"], event["strategy"], event["store"])
-                self.indexed[key] = event["chunk_count"]
-            elif message.topic() == self.settings.topics.manifests:
-                if message.value() is not None:
-                    manifest = DocumentManifest(**self.codec.decode("document_manifest", message.value()))
-                    if not manifest.applicable:
-                        key = (manifest.doc_id, manifest.amendment_number, manifest.strategy)
-                        self.result.skipped[key] = manifest.reason
-            elif message.topic() == self.settings.topics.documents:
-                document = self.codec.decode("assembled_document", message.value())
-                self.documents_seen.add((document["doc_id"], document["amendment_number"]))
-            else:
-                self.result.dead.append(DeadLetter(**self.codec.decode("dead_letter", message.value())))
+            try:
+                if message.topic() == self.settings.topics.chunks:
+                    kind, stamp = message.timestamp()
+                    self.result.add_chunk(
+                        ChunkRecord(**self.codec.decode("chunk_record", message.value())),
+                        stamp / 1000 if kind != TIMESTAMP_NOT_AVAILABLE else None,
+                    )
+                elif message.topic() == self.settings.topics.indexed:
+                    event = self.codec.decode("document_indexed", message.value())
+                    key = (event["doc_id"], event["amendment_number"], event["strategy"], event["store"])
+                    self.indexed[key] = event["chunk_count"]
+                elif message.topic() == self.settings.topics.manifests:
+                    if message.value() is not None:
+                        manifest = DocumentManifest(**self.codec.decode("document_manifest", message.value()))
+                        if not manifest.applicable:
+                            key = (manifest.doc_id, manifest.amendment_number, manifest.strategy)
+                            self.result.skipped[key] = manifest.reason
+                elif message.topic() == self.settings.topics.documents:
+                    document = self.codec.decode("assembled_document", message.value())
+                    self.documents_seen.add((document["doc_id"], document["amendment_number"]))
+                else:
+                    self.result.dead.append(DeadLetter(**self.codec.decode("dead_letter", message.value())))
+            except Shredded as exc:  # a purged document's record: it can never be read
+                self.result.purged.add(exc.key_id)
         return got
 
     def wait(

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from streams.codec.avro import AvroCodec
 from streams.core.events import DeadLetter
 from streams.runtime import redrive
+from streams.runtime.keyring import codec_for
 from streams.settings import ConfigError, Settings
 
 
@@ -72,7 +72,7 @@ def letters(
     is no dead letter this project wrote is passed over (nothing to re-drive, nothing for the ledger)."""
     from streams.ops.tail import read_topic
 
-    codec = AvroCodec(settings.schema_registry_url)
+    codec = codec_for(settings)
     out: list[Letter] = []
     for message in read_topic(settings, settings.topics.dead_letter, on_message=on_message):
         try:

@@ -90,6 +90,10 @@ class Tracker:
             lowest[item.partition] = min(lowest.get(item.partition, item.offset), item.offset)
         return lowest
 
+    def drop_documents(self, doc_ids: set[str]) -> None:
+        """Manifests of purged documents: their chunks can never be read, so they are never to report."""
+        self.pending = {k: p for k, p in self.pending.items() if p.manifest.doc_id not in doc_ids}
+
     def forget(self, partitions: set[int]) -> None:
         """Manifests of partitions this replica no longer owns are the new owner's to report."""
         self.pending = {k: p for k, p in self.pending.items() if p.partition not in partitions}

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.codec.avro import AvroCodec, AvroDecodeError
+from streams.codec.avro import AvroDecodeError
 from streams.core.events import ChunkRecord, ChunkStatus, DeadLetter, DocumentManifest
+from streams.core.sealed import Shredded
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
 from streams.runtime.clients import (
@@ -25,6 +26,7 @@ from streams.runtime.clients import (
     group_id,
     producer,
 )
+from streams.runtime.keyring import codec_for
 from streams.runtime.redrive import letter_fields, skips
 from streams.settings import Settings, mask_url
 from streams.sinks.base import ChunkSink
@@ -56,11 +58,12 @@ class SinkRunner:
         self.sink = sink
         self.batch_size = batch_size
         self.max_backoff_s = max_backoff_s
-        self.codec = AvroCodec(settings.schema_registry_url)
+        self.codec = codec_for(settings)
         self.progress = SinkProgress()
         self.has_partitions = False  # what /readyz reports: set by the consuming thread (`step`)
         self.owned: frozenset[tuple[str, int]] = frozenset()
         self.tracker = Tracker(sink)
+        self.purged: set[str] = set()  # documents whose chunks arrived sealed under a deleted key
         self.recheck_s = recheck_s
         self._next_recheck = 0.0
         self._committed: dict[tuple[str, int], int] = {}  # what this process last committed, per partition
@@ -118,6 +121,7 @@ class SinkRunner:
             try:
                 if message.topic() == self.settings.topics.chunks:
                     record = ChunkRecord(**self.codec.decode("chunk_record", value))
+                    self.purged.discard(record.doc_id)  # published again since its purge
                     refused = self.sink.refusal(record)
                     if refused is not None:  # never storable here: dead-lettered, and the batch goes on
                         dead.append(self._dead_letter(message, refused[1], refused[0], record.doc_id))
@@ -125,9 +129,13 @@ class SinkRunner:
                     records.append(record)
                 elif message.topic() == self.settings.topics.manifests:
                     manifest = DocumentManifest(**self.codec.decode("document_manifest", value))
-                    self.tracker.add(manifest, message.partition(), message.offset())
+                    if manifest.doc_id not in self.purged:
+                        self.tracker.add(manifest, message.partition(), message.offset())
                 else:
                     statuses.append(ChunkStatus(**self.codec.decode("chunk_status", value)))
+            except Shredded as exc:  # a purged document's chunk (a backfill or replay reads them): nothing to store
+                self.purged.add(exc.key_id)
+                self.tracker.drop_documents({exc.key_id})
             except (AvroDecodeError, ValueError) as exc:
                 dead.append(self._dead_letter(message, str(exc)))
         return records, statuses, dead

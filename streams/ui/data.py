@@ -19,10 +19,11 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from streams.codec.avro import AvroCodec
 from streams.core.assembly import BadInput, parse_page
 from streams.core.events import AssembledDocument, DeadLetter, PageEvent
+from streams.core.sealed import Shredded
 from streams.ops.audit import read_topic
+from streams.runtime.keyring import codec_for
 from streams.settings import Settings
 
 PREVIEW_BYTES = 400
@@ -100,7 +101,7 @@ class ConsoleData:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.codec = AvroCodec(settings.schema_registry_url)
+        self.codec = codec_for(settings)
         self.pages = TopicIndex(settings, settings.topics.pages)
         self.dead = TopicIndex(settings, settings.topics.dead_letter)
         self.documents: dict[str, DocumentEntry] = {}
@@ -118,9 +119,12 @@ class ConsoleData:
                     lambda raw: self.codec.decode("page_event", raw),
                     self.settings.max_page_bytes,
                     self.settings.tenant_key,
+                    self.codec.unseal,
                 )
             except BadInput:
                 continue  # refused at the door: it is on the dead-letter topic, shown on the bus page
+            except Shredded:
+                continue  # a purged document: nothing of it can be read
             with self._lock:
                 entry = self.documents.setdefault(page.doc_id, DocumentEntry(page.doc_id))
                 entry.name, entry.doc_type = page.document_name, page.doc_type.value
