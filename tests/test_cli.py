@@ -127,3 +127,22 @@ def test_demo_on_the_shipped_samples(tmp_path: Path) -> None:
     assert summary["mongo"]["chunks"] == summary["chunks"]["window"] > summary["mongo"]["latest"] > 0
     assert summary["vectors"]["vectors"] == summary["chunks"]["window"]  # window has no table chunks
     assert not any(tmp_path.iterdir())  # the run cleaned up its own data directory
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["search", "pier"], {"STREAMS_TENANT_KEY": "workspace"}, "name the tenant (--tenant)"),
+        (["delete", "--purge"], {"STREAMS_TENANT_KEY": "workspace"}, "name the tenant (--tenant)"),
+        (["delete", "--purge"], {}, "name the documents to purge, or a tenant"),
+        (["audit", "--tenant", "acme"], {}, "tenancy is off"),
+        (["status", "report-1", "--tenant", "a b"], {"STREAMS_TENANT_KEY": "workspace"}, "is not 1-63"),
+        (["search", "pier"], {"STREAMS_TENANT_KEY": "meta.workspace"}, "mongodb reads as a path"),
+    ],
+)
+def test_a_query_without_its_tenant_is_refused_in_one_line(args: list[str], env: dict, message: str) -> None:
+    done = streams(*args, env={"STREAMS_BROKER": "127.0.0.1:1", **env}, timeout=60)
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("%")]
+    assert len(lines) == 1, done.stderr
+    assert message in lines[0].lower() and "Traceback" not in done.stderr

@@ -5,9 +5,9 @@ A purge, in this order:
    every topic (pages, assembled documents, chunks, dead letters, changelogs) is unreadable from now on;
 2. it waits out the processes' key caches (STREAMS_KEY_CACHE_SECONDS), so no process can still open one,
    or write one back into a store;
-3. a tombstone per document on the versions topic, as a plain delete: the chunkers forget their versions;
-4. their rows leave MongoDB, their vectors the vector store (a tenant's whole namespace or table), and
+3. their rows leave MongoDB, their vectors the vector store (a tenant's whole namespace or table), and
    their embedding-store entries go, save those another live row still needs (the same text);
+4. a tombstone per document on the versions topic, as a plain delete: the chunkers forget their versions;
 5. a receipt in the `purges` collection: which documents, whose, when, and how much went (no text).
 
 With document keys off (STREAMS_DOCUMENT_KEYS unset) steps 1 and 2 are skipped and the receipt says that
@@ -110,8 +110,6 @@ def purge(
             receipt.doc_ids = docs = sorted({*docs, *gone})
             on_step(f"waiting {settings.key_cache_seconds:g}s for every process to forget them")
             wait(settings.key_cache_seconds)
-        on_step("retiring the documents")
-        tombstone(settings, docs)
         on_step("deleting rows, vectors and embeddings")
         rows = list(
             mongo.collection.find(rows_of, {"_id": 1, "content_hash": 1, "strategy": 1, "text": 1, "section_path": 1})
@@ -139,6 +137,10 @@ def purge(
             if shared:
                 receipt.notes.append(f"{len(shared)} embedding(s) kept: another live chunk has the same text")
             store.close()  # type: ignore[attr-defined]
+        # Last: the chunkers forget their versions, and the sinks' retirements find nothing left to retire
+        # (a flip leaves a stub row, its id and flags, no text, as for any flip that lands before its chunk).
+        on_step("retiring the documents")
+        tombstone(settings, docs)
         mongo.collection.database[PURGES_COLLECTION].insert_one({"_id": receipt.purge_id, **receipt.as_dict()})
         return receipt
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,7 +40,9 @@ class LanceTarget:
         path.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.table_name = table
-        self.db = lancedb.connect(str(path))
+        # Every read sees the latest version: another handle (a sink, a purge, another process) may have
+        # written since this one opened, and LanceDB's default is never to look again.
+        self.db = lancedb.connect(str(path), read_consistency_interval=timedelta(0))
         fields = [
             pa.field("chunk_id", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -22,8 +24,8 @@ from streams.core.sealed import MAGIC
 from streams.embedstore import open_store
 from streams.ops.audit import audit, read_ledger
 from streams.ops.embedded import document_store
-from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.ops.purge import TOPICS_SHREDDED, purge, receipts
+from streams.ops.pipeline import Collector, LocalPipeline, child_env, publish_pages
+from streams.ops.purge import TOPICS_SHREDDED, Receipt, purge, receipts
 from streams.ops.redrive import letters
 from streams.ops.search import search
 from streams.ops.tail import read_topic
@@ -117,7 +119,15 @@ def test_a_purged_document_and_tenant_are_found_nowhere(tmp_path: Path) -> None:
                 embedded_before = {h for key, hs in hashes.items() if key != ("acme", "pier") for h in hs}
                 stored_before = _embedded(settings) & embedded_before
                 first = purge(settings, ["tender"], "globex")
-                whole = purge(settings, [], "acme")
+                done = subprocess.run(  # the whole tenant as an operator purges it: the CLI, its receipt as JSON
+                    [sys.executable, "-m", "streams", "delete", "--purge", "--tenant", "acme", "--json"],
+                    env=child_env(settings),
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert done.returncode == 0, done.stderr
+                whole = Receipt(**json.loads(done.stdout))
                 time.sleep(2)  # the tombstones' flips reach the sinks
                 # Through the service's own readers, after the purge.
                 after = Collector(settings)
