@@ -122,5 +122,38 @@ def run(paths: list[Path], mongo_url: str, rounds: int = 5, copies: int = 20) ->
             quiet.setLevel(level)
     result["vector_chunks_per_s"] = {k: len(plain) / v for k, v in seconds.items()}
     result["vector_chunks_per_s"]["ratio"] = seconds["without"] / seconds["with"]
+    result["document_keys"] = _sealing(given, mongo_url, rounds)
     result["rounds"], result["copies"] = rounds, copies
     return result
+
+
+def _sealing(records: list[ChunkRecord], mongo_url: str, rounds: int) -> dict[str, Any]:
+    """What document keys cost a chunk record: its bytes sealed, and encode plus decode per second, plain and
+    sealed (keys warm in the ring's cache, as a worker's are within a document)."""
+    from pymongo import MongoClient
+
+    from streams.codec.avro import AvroCodec
+    from streams.runtime.keyring import KeyRing, SealingCodec
+
+    client: MongoClient = MongoClient(mongo_url)
+    try:
+        codecs = {"plain": AvroCodec(None), "sealed": SealingCodec(KeyRing(client["bench-metadata"]["keys"]))}
+        bodies = [r.model_dump(mode="json") for r in records]
+
+        def round_trip(codec: AvroCodec) -> Callable[[int], None]:
+            def run(_n: int) -> None:
+                for body in bodies:
+                    codec.decode("chunk_record", codec.encode("chunk_record", body))
+
+            return run
+
+        round_trip(codecs["sealed"])(0)  # every document's key made and cached before the rounds
+        sizes = {n: statistics.mean(len(c.encode("chunk_record", b)) for b in bodies) for n, c in codecs.items()}
+        seconds = _median_s(rounds, {name: round_trip(codec) for name, codec in codecs.items()})
+    finally:
+        client.close()
+    per_s = {name: len(bodies) / s for name, s in seconds.items()}
+    return {
+        "record_bytes": {**sizes, "ratio": sizes["sealed"] / sizes["plain"]},
+        "encode_decode_per_s": {**per_s, "ratio": seconds["plain"] / seconds["sealed"]},
+    }
