@@ -235,6 +235,11 @@ class Settings(BaseSettings):
     ui_port: int = Field(0, ge=0, le=65535, description="the console's port; 0: 8765 for `streams ui`, free for up")
     ui_token: SecretStr | None = Field(None, description="a bearer token the console asks for (a secret)")
     ui_writable: bool = Field(False, description="allow publishing from the console's try-a-file page")
+    ui_tenant: str = Field(
+        "",
+        description="with tenancy on, the one tenant this console serves: its documents, chunks, traces, dead "
+        "letters and search alone, and no lag; unset, the operator's console of the whole deployment",
+    )
     ui_max_upload_bytes: int = Field(5_000_000, ge=1, description="the largest file the console accepts")
     pushgateway_url: str | None = Field(
         None, description="where one-shot jobs (`streams audit` as a CronJob) push their metrics"
@@ -397,6 +402,12 @@ class Settings(BaseSettings):
         from streams.core.metadata import check_key
 
         return check_key(value) if value else value  # MetadataError is a ValueError: one line, and no start
+
+    @model_validator(mode="after")
+    def _ui_tenant(self) -> Settings:
+        if self.ui_tenant:
+            self.tenant_scope(self.ui_tenant)  # a tenant name, and tenancy on: one line, and no start
+        return self
 
     @model_validator(mode="after")
     def _within_pinecone(self) -> Settings:

@@ -173,7 +173,7 @@ def create_app(settings: Settings, data: ConsoleData | None = None, *, writable:
             f="\n".join(filters),
             principal=principal or "",
             tenant=tenant or "",
-            tenancy=bool(settings.tenant_key),
+            tenancy=bool(settings.tenant_key) and not settings.ui_tenant,
             hits=hits,
             error=error,
         )

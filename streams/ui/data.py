@@ -22,6 +22,7 @@ from confluent_kafka import Message
 from streams.core.assembly import BadInput, parse_page
 from streams.core.events import AssembledDocument, DeadLetter, PageEvent
 from streams.core.sealed import Shredded
+from streams.core.tenancy import tenant_in
 from streams.ops.audit import read_topic
 from streams.runtime.keyring import codec_for
 from streams.settings import Settings
@@ -109,6 +110,12 @@ class ConsoleData:
         self._lag: LagSample | None = None
         self._mongo: Any = None
         self._lock = threading.Lock()
+        #: the one tenant a tenant's console serves ("" for the operator's console: every tenant)
+        self.tenant = settings.ui_tenant
+
+    def mine(self, doc_id: str | None) -> bool:
+        """Whether this console may show the document: any on the operator's, its tenant's on a tenant's."""
+        return not self.tenant or (doc_id is not None and tenant_in(doc_id) == self.tenant)
 
     # -- documents ---------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -125,6 +132,8 @@ class ConsoleData:
                 continue  # refused at the door: it is on the dead-letter topic, shown on the bus page
             except Shredded:
                 continue  # a purged document: nothing of it can be read
+            if not self.mine(page.doc_id):
+                continue
             with self._lock:
                 entry = self.documents.setdefault(page.doc_id, DocumentEntry(page.doc_id))
                 entry.name, entry.doc_type = page.document_name, page.doc_type.value
@@ -151,6 +160,8 @@ class ConsoleData:
         return self._mongo
 
     def strategies_of(self, doc_id: str) -> list[str]:
+        if not self.mine(doc_id):
+            return []
         rows = self.mongo.collection.find({"doc_id": doc_id, "text": {"$exists": True}}, {"strategy": 1})
         return sorted({r["strategy"] for r in rows})
 
@@ -160,7 +171,7 @@ class ConsoleData:
         from streams.ops.audit import lineage
 
         query = {"doc_id": doc_id, "amendment_number": amendment, "strategy": strategy, "text": {"$exists": True}}
-        rows = list(self.mongo.collection.find(query))
+        rows = list(self.mongo.collection.find(query)) if self.mine(doc_id) else []
         if not rows:
             return []
         by_lineage: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -175,13 +186,15 @@ class ConsoleData:
         return sorted(by_lineage[chosen], key=lambda r: r.get("position", 0))
 
     def chunk(self, chunk_id: str) -> dict[str, Any] | None:
-        rows = self.mongo.by_ids([chunk_id])
+        rows = self.mongo.by_ids([chunk_id], tenant=self.tenant or None)
         return rows[0] if rows else None
 
     # -- trace, bus, search ------------------------------------------------------------------------
     def status(self, doc_id: str, strategies: list[str]) -> dict[str, Any]:
         from streams.ops.audit import audit_stores, document_status
 
+        if not self.mine(doc_id):
+            raise ValueError(f"no pages of {doc_id!r} on {self.settings.topics.pages}")
         stores = audit_stores(self.settings, ["mongo", "vectors"])
         try:
             return document_status(self.settings, doc_id, stores, strategies)
@@ -194,6 +207,8 @@ class ConsoleData:
         produced to the partition and committed by the group)."""
         from streams.ops.lag import lag_report
 
+        if self.tenant:  # the deployment's groups and offsets are the operator's, not one tenant's
+            return {"partitions": [], "totals": {}, "total_lag": 0}
         report = lag_report(self.settings)
         now = time.monotonic()
         rows = {(r["group"], r["topic"], r["partition"]): (r["committed"], r["end"]) for r in report["partitions"]}
@@ -225,6 +240,8 @@ class ConsoleData:
                     source_offset=message.offset(),
                     value=message.value(),
                 )
+            if not self.mine(letter.doc_id):
+                continue
             with self._lock:
                 self.letters.append({**letter.model_dump(exclude={"key", "value"}), "preview": preview(letter.value)})
                 del self.letters[:-DEAD_LETTERS_KEPT]
@@ -242,7 +259,7 @@ class ConsoleData:
     ) -> list[dict[str, Any]]:
         from streams.ops.search import search
 
-        return search(self.settings, question, k, strategy, filters, principal, tenant)
+        return search(self.settings, question, k, strategy, filters, principal, self.tenant or tenant)
 
     # -- try a file, publish -----------------------------------------------------------------------
     def read_upload(self, filename: str, data: bytes, doc_type: str | None) -> list[PageEvent]:

@@ -80,3 +80,11 @@ def test_queries_name_their_tenant_exactly_when_tenancy_is_on() -> None:
         off.tenant_scope("acme")
     with pytest.raises(ValueError, match="MongoDB reads as a path"):
         Settings(tenant_key="meta.workspace")
+
+
+def test_a_tenants_console_needs_tenancy_and_a_tenant_name() -> None:
+    assert Settings(tenant_key="workspace", ui_tenant="acme").ui_tenant == "acme"
+    with pytest.raises(ValueError, match="tenancy is off"):
+        Settings(ui_tenant="acme")
+    with pytest.raises(ValueError, match="is not 1-63"):
+        Settings(tenant_key="workspace", ui_tenant="ac me")

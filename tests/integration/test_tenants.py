@@ -39,6 +39,26 @@ def _until(condition, what, timeout: float = 180) -> None:
     raise AssertionError(f"timed out: {what()}")
 
 
+def _tenant_console(settings, ids: dict[str, set[str]]) -> dict[str, object]:
+    """What acme's own console answers: its documents, chunks, search and dead letters, and nothing of globex."""
+    from urllib.parse import quote
+
+    from starlette.testclient import TestClient
+
+    from streams.ui.app import create_app
+
+    with TestClient(create_app(settings)) as client:
+        index = client.get("/").text
+        return {
+            "index": {t: f"{t}#minutes" in index for t in TENANTS},
+            "doc": {t: client.get("/doc/" + quote(f"{t}#minutes", safe="")).status_code for t in TENANTS},
+            "chunk": {t: client.get("/api/chunk/" + quote(min(ids[t]), safe="")).status_code for t in TENANTS},
+            "search": client.get("/search", params={"q": "the east pier", "k": 20}).text,
+            "letters": client.get("/api/dead-letters").json(),
+            "lag": client.get("/api/lag").json()["partitions"],
+        }
+
+
 def test_two_tenants_with_the_same_documents_never_see_each_other(tmp_path: Path) -> None:
     store = document_store(tmp_path).start()
     settings = pipeline_settings(
@@ -86,6 +106,7 @@ def test_two_tenants_with_the_same_documents_never_see_each_other(tmp_path: Path
                     t: audit(settings, ["window"], [mongo, vectors], ledger=ledger.scoped(t))[0] for t in TENANTS
                 }
                 status = document_status(settings, "minutes", [mongo, vectors], ["window"], tenant="globex")
+                console = _tenant_console(settings.model_copy(update={"ui_tenant": "acme"}), ids)
                 while collector.poll(1.0):
                     pass
                 dead = {d.doc_id: d for d in collector.result.dead if d.stage == "assembly"}
@@ -113,6 +134,11 @@ def test_two_tenants_with_the_same_documents_never_see_each_other(tmp_path: Path
     assert status["doc_id"] == "globex#minutes"
     chunk_ids = {c for v in status["versions"] for row in v["strategies"].values() for c in [row["manifest"]["chunks"]]}
     assert chunk_ids == {len([r for r in records if r.doc_id == "globex#minutes"])}
+    # acme's own console shows acme's documents, chunks and search hits, and nothing of globex's, not even lag.
+    assert console["index"] == {"acme": True, "globex": False}
+    assert console["doc"] == {"acme": 200, "globex": 404} and console["chunk"] == {"acme": 200, "globex": 404}
+    assert "acme#" in console["search"] and "globex#" not in console["search"]
+    assert console["letters"] == [] and console["lag"] == []  # the tenantless letters are the operator's
     # A page with no tenant, or a tenant that is no name, is dead-lettered with its reason.
     assert dead["orphan"].reason_code == "tenant_missing" and "'workspace'" in dead["orphan"].reason
     assert dead["numbered"].reason_code == "tenant_invalid" and "int" in dead["numbered"].reason
