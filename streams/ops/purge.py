@@ -102,10 +102,7 @@ def purge(
 
             on_step("deleting the document keys")
             keys = KeyRing.of(settings)
-            try:
-                gone = keys.delete(tenant=scope) if whole else keys.delete(docs)
-            finally:
-                keys.close()
+            gone = keys.delete(tenant=scope) if whole else keys.delete(docs)
             receipt.keys, receipt.topics = len(gone), TOPICS_SHREDDED
             receipt.doc_ids = docs = sorted({*docs, *gone})
             on_step(f"waiting {settings.key_cache_seconds:g}s for every process to forget them")

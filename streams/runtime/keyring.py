@@ -52,12 +52,17 @@ class KeyRing:
 
     @classmethod
     def of(cls, settings: Settings) -> KeyRing:
-        from pymongo import MongoClient
+        """The key ring of this deployment, one per process (one client, one cache, whoever asks)."""
+        where = (settings.mongo_url, settings.mongo_database, settings.key_cache_seconds)
+        with _RINGS_LOCK:
+            if where not in _RINGS:
+                from pymongo import MongoClient
 
-        from streams.sinks.mongo import client_options
+                from streams.sinks.mongo import client_options
 
-        client: MongoClient = MongoClient(settings.mongo_url, **client_options(settings.mongo_url, 10_000))
-        return cls(client[settings.mongo_database][KEYS_COLLECTION], settings.key_cache_seconds)
+                client: MongoClient = MongoClient(settings.mongo_url, **client_options(settings.mongo_url, 10_000))
+                _RINGS[where] = cls(client[settings.mongo_database][KEYS_COLLECTION], settings.key_cache_seconds)
+            return _RINGS[where]
 
     def _cached(self, key_id: str) -> tuple[bytes, bytes] | None:
         with self._lock:
@@ -122,8 +127,9 @@ class KeyRing:
                 self._cache.pop(key_id, None)
         return gone
 
-    def close(self) -> None:
-        self.collection.database.client.close()
+
+_RINGS: dict[tuple[str, str, float], KeyRing] = {}
+_RINGS_LOCK = threading.Lock()
 
 
 class SealingCodec(AvroCodec):
