@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,41 @@ def start_up(data_dir: Path, *args: str, stderr: int = subprocess.DEVNULL, **env
         env=user_env(data_dir, **env),
         start_new_session=True,
     )
+
+
+def until(condition, what=lambda: "", timeout: float = 180) -> None:
+    """Poll `condition` every half second; at the timeout fail, saying `what()` (where things stood)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out: {what()}")
+
+
+@contextmanager
+def sinks_running(settings: Settings, embedder) -> Iterator[tuple]:
+    """Both sinks of `settings` in this process, each on its own thread, so a test can read their stores and
+    counters: (MongoSink, VectorSink), stopped on the way out."""
+    import threading
+
+    from streams.sinks.factory import vector_sink
+    from streams.sinks.mongo import MongoSink
+    from streams.sinks.runner import SinkRunner
+
+    mongo, vectors = MongoSink.of(settings), vector_sink(settings, embedder)
+    mongo.ensure_indexes()
+    stop = threading.Event()
+    threads = [
+        threading.Thread(target=SinkRunner(settings, sink).run, args=(stop,), daemon=True) for sink in (mongo, vectors)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        yield mongo, vectors
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)

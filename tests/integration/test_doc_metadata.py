@@ -4,8 +4,6 @@ without embedding anything, and a value no vector can carry dead-lettered by the
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -13,11 +11,8 @@ import pytest
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
 from streams.ops.search import search
-from streams.sinks.factory import vector_sink
-from streams.sinks.mongo import MongoSink
-from streams.sinks.runner import SinkRunner
 from tests.conftest import HashEmbedder, make_pages
-from tests.integration.conftest import pipeline_settings
+from tests.integration.conftest import pipeline_settings, sinks_running, until
 
 pytestmark = pytest.mark.integration
 
@@ -31,15 +26,6 @@ def _pages(doc_id: str, amendment: int, metadata: dict) -> list:
     return [p.model_copy(update={"amendment_number": amendment}) for p in make_pages(doc_id, [TEXT], metadata=metadata)]
 
 
-def _until(condition, what, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out: {what()}")
-
-
 def test_metadata_reaches_rows_and_vectors_and_a_metadata_only_amendment_embeds_nothing(tmp_path: Path) -> None:
     store = document_store(tmp_path).start()
     settings = pipeline_settings(
@@ -49,67 +35,60 @@ def test_metadata_reaches_rows_and_vectors_and_a_metadata_only_amendment_embeds_
     try:
         with LocalPipeline(settings, ["window"]) as pipeline:
             settings = pipeline.settings
-            mongo, vectors = MongoSink.of(settings), vector_sink(settings, embedder)
-            mongo.ensure_indexes()
-            stop = threading.Event()
-            runners = [SinkRunner(settings, mongo), SinkRunner(settings, vectors)]
-            threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
-            for thread in threads:
-                thread.start()
-            collector = Collector(settings)
-            try:
-                publish_pages(
-                    settings,
-                    _pages("minutes", 0, V0)
-                    + _pages("odd", 0, {**V0, "year": "unknown"})
-                    + _pages("private", 0, {**V1, "acl": ["board"]}),
-                )
-                collector.wait([("minutes", 0), ("odd", 0), ("private", 0)], ["window"], timeout=180)
-                first = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"}
-                odd = {r.chunk_id for r in collector.result.records() if r.doc_id == "odd"}
-                private = {r.chunk_id for r in collector.result.records() if r.doc_id == "private"}
-                _until(
-                    lambda: (
-                        mongo.count() == len(first) + len(odd) + len(private)
-                        and vectors.target.count() == len(first) + len(private)
-                    ),
-                    lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()}",
-                )
-                embedded = vectors.stats.embedded
-                assert embedded == len(first)  # the private copy has the same text: its vectors were known
-                publish_pages(settings, _pages("minutes", 1, V1))
-                collector.wait([("minutes", 1)], ["window"], timeout=180)
-                second = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"} - first
-                _until(
-                    lambda: (
-                        vectors.target.count() == len(first) + len(second) + len(private)
-                        and mongo.count(latest_only=True) == len(second) + len(odd) + len(private)
-                    ),
-                    lambda: f"mongo latest {mongo.count(latest_only=True)}, vectors {vectors.target.count()}",
-                )
-                rows = {d["_id"]: d for d in mongo.collection.find({"doc_id": {"$in": ["minutes", "odd"]}})}
-                lance = {r["chunk_id"]: r for r in vectors.target.table.to_arrow().to_pylist()}
-                reembedded = vectors.stats.embedded - embedded
+            with sinks_running(settings, embedder) as (mongo, vectors):
+                collector = Collector(settings)
+                try:
+                    publish_pages(
+                        settings,
+                        _pages("minutes", 0, V0)
+                        + _pages("odd", 0, {**V0, "year": "unknown"})
+                        + _pages("private", 0, {**V1, "acl": ["board"]}),
+                    )
+                    collector.wait([("minutes", 0), ("odd", 0), ("private", 0)], ["window"], timeout=180)
+                    first = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"}
+                    odd = {r.chunk_id for r in collector.result.records() if r.doc_id == "odd"}
+                    private = {r.chunk_id for r in collector.result.records() if r.doc_id == "private"}
+                    until(
+                        lambda: (
+                            mongo.count() == len(first) + len(odd) + len(private)
+                            and vectors.target.count() == len(first) + len(private)
+                        ),
+                        lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()}",
+                    )
+                    embedded = vectors.stats.embedded
+                    assert embedded == len(first)  # the private copy has the same text: its vectors were known
+                    publish_pages(settings, _pages("minutes", 1, V1))
+                    collector.wait([("minutes", 1)], ["window"], timeout=180)
+                    second = {r.chunk_id for r in collector.result.records() if r.doc_id == "minutes"} - first
+                    until(
+                        lambda: (
+                            vectors.target.count() == len(first) + len(second) + len(private)
+                            and mongo.count(latest_only=True) == len(second) + len(odd) + len(private)
+                        ),
+                        lambda: f"mongo latest {mongo.count(latest_only=True)}, vectors {vectors.target.count()}",
+                    )
+                    rows = {d["_id"]: d for d in mongo.collection.find({"doc_id": {"$in": ["minutes", "odd"]}})}
+                    lance = {r["chunk_id"]: r for r in vectors.target.table.to_arrow().to_pylist()}
+                    reembedded = vectors.stats.embedded - embedded
 
-                def found(*filters: str, principal: str | None = None) -> set[str]:
-                    hits = search(settings, "the east pier", 50, None, list(filters), principal)
-                    assert all(h["doc_metadata"] == dict(sorted(V1.items())) for h in hits if h["doc_id"] == "minutes")
-                    return {h["doc_id"] for h in hits}
+                    def found(*filters: str, principal: str | None = None) -> set[str]:
+                        hits = search(settings, "the east pier", 50, None, list(filters), principal)
+                        assert all(
+                            h["doc_metadata"] == dict(sorted(V1.items())) for h in hits if h["doc_id"] == "minutes"
+                        )
+                        return {h["doc_id"] for h in hits}
 
-                searched = {
-                    "everyone": found(),
-                    "2025": found("year<=2025"),
-                    "clerk": found(principal="clerk"),
-                    "board": found("tags=pier", "year>=2026", principal="board"),
-                }
-                while collector.poll(1.0):
-                    pass
-                dead = [d for d in collector.result.dead if d.doc_id == "odd"]
-            finally:
-                stop.set()
-                for thread in threads:
-                    thread.join(30)
-                collector.close()
+                    searched = {
+                        "everyone": found(),
+                        "2025": found("year<=2025"),
+                        "clerk": found(principal="clerk"),
+                        "board": found("tags=pier", "year>=2026", principal="board"),
+                    }
+                    while collector.poll(1.0):
+                        pass
+                    dead = [d for d in collector.result.dead if d.doc_id == "odd"]
+                finally:
+                    collector.close()
     finally:
         store.stop()
 

@@ -12,7 +12,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -29,11 +28,9 @@ from streams.ops.purge import TOPICS_SHREDDED, Receipt, purge, receipts
 from streams.ops.redrive import letters
 from streams.ops.search import search
 from streams.ops.tail import read_topic
-from streams.sinks.factory import vector_sink, vector_target
-from streams.sinks.mongo import MongoSink
-from streams.sinks.runner import SinkRunner
+from streams.sinks.factory import vector_target
 from tests.conftest import HashEmbedder, make_pages
-from tests.integration.conftest import pipeline_settings
+from tests.integration.conftest import pipeline_settings, sinks_running, until
 
 pytestmark = pytest.mark.integration
 
@@ -52,15 +49,6 @@ def _pages(tenant: str, doc: str) -> list:
     texts = [f"Page one. {sentence} " * 6, f"Page two. {sentence} " * 6]
     year = "unknown" if doc == "pier" else 2026  # not an int: the vector sink dead-letters its chunks
     return make_pages(doc, texts, metadata={"workspace": tenant, "year": year})
-
-
-def _until(condition, what, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out: {what()}")
 
 
 def _embedded(settings) -> set[str]:
@@ -96,68 +84,59 @@ def test_a_purged_document_and_tenant_are_found_nowhere(tmp_path: Path) -> None:
         with LocalPipeline(settings, ["window"]) as pipeline:
             settings = pipeline.settings
             embeddings = open_store(settings)
-            mongo, vectors = MongoSink.of(settings), vector_sink(settings, HashEmbedder(store=embeddings))
-            mongo.ensure_indexes()
-            stop = threading.Event()
-            runners = [SinkRunner(settings, mongo), SinkRunner(settings, vectors)]
-            threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
-            for thread in threads:
-                thread.start()
-            collector = Collector(settings)
-            try:
-                publish_pages(settings, [p for tenant, doc in SENTENCES for p in _pages(tenant, doc)])
-                collector.wait([(f"{t}#{d}", 0) for t, d in SENTENCES], ["window"], timeout=180)
-                records = collector.result.records()
-                chunks = {(t, d): [r for r in records if r.doc_id == f"{t}#{d}"] for t, d in SENTENCES}
-                held = len(records) - len(chunks[("acme", "pier")])
-                _until(
-                    lambda: mongo.count() == len(records) and vectors.target.count() == held,
-                    lambda: f"mongo {mongo.count()} of {len(records)}, vectors {vectors.target.count()} of {held}",
-                )
-                _until(lambda: len(letters(settings)) == len(chunks[("acme", "pier")]), lambda: "dead letters")
-                hashes = {key: {r.content_hash for r in found} for key, found in chunks.items()}
-                embedded_before = {h for key, hs in hashes.items() if key != ("acme", "pier") for h in hs}
-                stored_before = _embedded(settings) & embedded_before
-                first = purge(settings, ["tender"], "globex")
-                done = subprocess.run(  # the whole tenant as an operator purges it: the CLI, its receipt as JSON
-                    [sys.executable, "-m", "streams", "delete", "--purge", "--tenant", "acme", "--json"],
-                    env=child_env(settings),
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                )
-                assert done.returncode == 0, done.stderr
-                whole = Receipt(**json.loads(done.stdout))
-                time.sleep(2)  # the tombstones' flips reach the sinks
-                # Through the service's own readers, after the purge.
-                after = Collector(settings)
+            with sinks_running(settings, HashEmbedder(store=embeddings)) as (mongo, vectors):
+                collector = Collector(settings)
                 try:
-                    while after.poll(2.0):
-                        pass
-                    readable = {r.doc_id for r in after.result.records()}
-                    shredded = set(after.result.purged)
+                    publish_pages(settings, [p for tenant, doc in SENTENCES for p in _pages(tenant, doc)])
+                    collector.wait([(f"{t}#{d}", 0) for t, d in SENTENCES], ["window"], timeout=180)
+                    records = collector.result.records()
+                    chunks = {(t, d): [r for r in records if r.doc_id == f"{t}#{d}"] for t, d in SENTENCES}
+                    held = len(records) - len(chunks[("acme", "pier")])
+                    until(
+                        lambda: mongo.count() == len(records) and vectors.target.count() == held,
+                        lambda: f"mongo {mongo.count()} of {len(records)}, vectors {vectors.target.count()} of {held}",
+                    )
+                    until(lambda: len(letters(settings)) == len(chunks[("acme", "pier")]), lambda: "dead letters")
+                    hashes = {key: {r.content_hash for r in found} for key, found in chunks.items()}
+                    embedded_before = {h for key, hs in hashes.items() if key != ("acme", "pier") for h in hs}
+                    stored_before = _embedded(settings) & embedded_before
+                    first = purge(settings, ["tender"], "globex")
+                    done = subprocess.run(  # the whole tenant as an operator purges it: the CLI, its receipt as JSON
+                        [sys.executable, "-m", "streams", "delete", "--purge", "--tenant", "acme", "--json"],
+                        env=child_env(settings),
+                        capture_output=True,
+                        text=True,
+                        timeout=120,
+                    )
+                    assert done.returncode == 0, done.stderr
+                    whole = Receipt(**json.loads(done.stdout))
+                    time.sleep(2)  # the tombstones' flips reach the sinks
+                    # Through the service's own readers, after the purge.
+                    after = Collector(settings)
+                    try:
+                        while after.poll(2.0):
+                            pass
+                        readable = {r.doc_id for r in after.result.records()}
+                        shredded = set(after.result.purged)
+                    finally:
+                        after.close()
+                    dead_readable = [item.letter.doc_id for item in letters(settings)]
+                    hits = {t: search(settings, SENTENCES[(t, d)], 20, tenant=t) for t, d in SENTENCES}
+                    ledger = read_ledger(settings)
+                    report, _ = audit(settings, ["window"], [mongo, vectors], ledger=ledger)
+                    kept = receipts(settings)
+                    database = mongo.collection.database
+                    collections = {
+                        name: json_util.dumps(list(database[name].find())) for name in database.list_collection_names()
+                    }
+                    tables = {t: vector_target(settings, t) for t in ("acme", "globex")}
+                    vector_ids = {
+                        t: {m.chunk_id for m in target.query([0.0] * 383 + [1.0], 100)} for t, target in tables.items()
+                    }
+                    raw = _raw_topics(settings)
+                    keys_left = {str(d["_id"]) for d in database["keys"].find()}
                 finally:
-                    after.close()
-                dead_readable = [item.letter.doc_id for item in letters(settings)]
-                hits = {t: search(settings, SENTENCES[(t, d)], 20, tenant=t) for t, d in SENTENCES}
-                ledger = read_ledger(settings)
-                report, _ = audit(settings, ["window"], [mongo, vectors], ledger=ledger)
-                kept = receipts(settings)
-                database = mongo.collection.database
-                collections = {
-                    name: json_util.dumps(list(database[name].find())) for name in database.list_collection_names()
-                }
-                tables = {t: vector_target(settings, t) for t in ("acme", "globex")}
-                vector_ids = {
-                    t: {m.chunk_id for m in target.query([0.0] * 383 + [1.0], 100)} for t, target in tables.items()
-                }
-                raw = _raw_topics(settings)
-                keys_left = {str(d["_id"]) for d in database["keys"].find()}
-            finally:
-                stop.set()
-                for thread in threads:
-                    thread.join(30)
-                collector.close()
+                    collector.close()
             embedded = _embedded(settings)
     finally:
         store.stop()

@@ -4,8 +4,6 @@ no tenant, or one that is not a tenant name, is dead-lettered with its reason.""
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,11 +13,9 @@ from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
 from streams.ops.search import search
 from streams.settings import ConfigError
-from streams.sinks.factory import vector_sink, vector_target, vector_tenants
-from streams.sinks.mongo import MongoSink
-from streams.sinks.runner import SinkRunner
+from streams.sinks.factory import vector_target, vector_tenants
 from tests.conftest import HashEmbedder, make_pages
-from tests.integration.conftest import pipeline_settings
+from tests.integration.conftest import pipeline_settings, sinks_running, until
 
 pytestmark = pytest.mark.integration
 
@@ -28,15 +24,6 @@ TEXTS = {
     "budget": ["The ferry budget grows by four percent; the dredging contract is put out to tender in March. " * 8],
 }
 TENANTS = ("acme", "globex")
-
-
-def _until(condition, what, timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out: {what()}")
 
 
 def _tenant_console(settings, ids: dict[str, set[str]]) -> dict[str, object]:
@@ -67,54 +54,45 @@ def test_two_tenants_with_the_same_documents_never_see_each_other(tmp_path: Path
     try:
         with LocalPipeline(settings, ["window"]) as pipeline:
             settings = pipeline.settings
-            mongo, vectors = MongoSink.of(settings), vector_sink(settings, HashEmbedder())
-            mongo.ensure_indexes()
-            stop = threading.Event()
-            runners = [SinkRunner(settings, mongo), SinkRunner(settings, vectors)]
-            threads = [threading.Thread(target=r.run, args=(stop,), daemon=True) for r in runners]
-            for thread in threads:
-                thread.start()
-            collector = Collector(settings)
-            try:
-                pages = [
-                    page
-                    for tenant in TENANTS
-                    for doc_id, texts in TEXTS.items()
-                    for page in make_pages(doc_id, texts, metadata={"workspace": tenant, "title": doc_id})
-                ]
-                pages += make_pages("orphan", TEXTS["minutes"], metadata={"title": "no tenant"})
-                pages += make_pages("numbered", TEXTS["minutes"], metadata={"workspace": 42})
-                publish_pages(settings, pages)
-                expected = [(f"{t}#{d}", 0) for t in TENANTS for d in TEXTS]
-                collector.wait(expected, ["window"], timeout=180)
-                records = collector.result.records()
-                ids = {t: {r.chunk_id for r in records if r.tenant == t} for t in TENANTS}
-                total = sum(len(v) for v in ids.values())
-                _until(
-                    lambda: mongo.count() == total and vectors.target.count() == total,
-                    lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()} of {total}",
-                )
-                hits = {t: search(settings, "the east pier", 50, tenant=t) for t in TENANTS}
-                with pytest.raises(ConfigError, match="name the tenant"):
-                    search(settings, "the east pier")
-                counts = {t: mongo.count(tenant=t) for t in TENANTS}
-                tables = {t: vector_target(settings, t).count() for t in TENANTS}
-                untenanted = vector_target(settings, "").count()
-                listed = vector_tenants(settings)
-                ledger = read_ledger(settings)
-                reports = {
-                    t: audit(settings, ["window"], [mongo, vectors], ledger=ledger.scoped(t))[0] for t in TENANTS
-                }
-                status = document_status(settings, "minutes", [mongo, vectors], ["window"], tenant="globex")
-                console = _tenant_console(settings.model_copy(update={"ui_tenant": "acme"}), ids)
-                while collector.poll(1.0):
-                    pass
-                dead = {d.doc_id: d for d in collector.result.dead if d.stage == "assembly"}
-            finally:
-                stop.set()
-                for thread in threads:
-                    thread.join(30)
-                collector.close()
+            with sinks_running(settings, HashEmbedder()) as (mongo, vectors):
+                collector = Collector(settings)
+                try:
+                    pages = [
+                        page
+                        for tenant in TENANTS
+                        for doc_id, texts in TEXTS.items()
+                        for page in make_pages(doc_id, texts, metadata={"workspace": tenant, "title": doc_id})
+                    ]
+                    pages += make_pages("orphan", TEXTS["minutes"], metadata={"title": "no tenant"})
+                    pages += make_pages("numbered", TEXTS["minutes"], metadata={"workspace": 42})
+                    publish_pages(settings, pages)
+                    expected = [(f"{t}#{d}", 0) for t in TENANTS for d in TEXTS]
+                    collector.wait(expected, ["window"], timeout=180)
+                    records = collector.result.records()
+                    ids = {t: {r.chunk_id for r in records if r.tenant == t} for t in TENANTS}
+                    total = sum(len(v) for v in ids.values())
+                    until(
+                        lambda: mongo.count() == total and vectors.target.count() == total,
+                        lambda: f"mongo {mongo.count()}, vectors {vectors.target.count()} of {total}",
+                    )
+                    hits = {t: search(settings, "the east pier", 50, tenant=t) for t in TENANTS}
+                    with pytest.raises(ConfigError, match="name the tenant"):
+                        search(settings, "the east pier")
+                    counts = {t: mongo.count(tenant=t) for t in TENANTS}
+                    tables = {t: vector_target(settings, t).count() for t in TENANTS}
+                    untenanted = vector_target(settings, "").count()
+                    listed = vector_tenants(settings)
+                    ledger = read_ledger(settings)
+                    reports = {
+                        t: audit(settings, ["window"], [mongo, vectors], ledger=ledger.scoped(t))[0] for t in TENANTS
+                    }
+                    status = document_status(settings, "minutes", [mongo, vectors], ["window"], tenant="globex")
+                    console = _tenant_console(settings.model_copy(update={"ui_tenant": "acme"}), ids)
+                    while collector.poll(1.0):
+                        pass
+                    dead = {d.doc_id: d for d in collector.result.dead if d.stage == "assembly"}
+                finally:
+                    collector.close()
     finally:
         store.stop()
 

@@ -17,7 +17,7 @@ from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
 from streams.sinks.runner import SinkRunner
 from streams.sinks.vectors import VectorSink
-from tests.integration.conftest import pipeline_settings
+from tests.integration.conftest import pipeline_settings, until
 
 pytestmark = pytest.mark.integration
 
@@ -45,12 +45,7 @@ class Sinks:
 
     def wait_for(self, condition, timeout: float = 300, context=None) -> None:
         """Poll `condition`; on timeout, fail with `context()` (where the pipeline stood) in the message."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"sinks did not reach the expected state in time; {context() if context else ''}")
+        until(condition, lambda: f"sinks did not reach the expected state; {context() if context else ''}", timeout)
 
     def close(self) -> None:
         self.stop.set()
