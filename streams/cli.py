@@ -27,6 +27,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 err = Console(stderr=True)
 out = Console()
 #: With tenancy on (STREAMS_TENANT_KEY), every query names the one tenant it reads.
+#: `streams up` and `streams broker`: a cluster of Apache Kafka nodes, as production runs it.
+NODES_OPTION = typer.Option(
+    "--nodes", min=1, max=5, help="Apache Kafka nodes to start (3: replication factor 3, min ISR 2; --broker kafka)."
+)
 TENANT_OPTION = typer.Option("--tenant", help="The tenant whose documents this reads (required with tenancy on).")
 
 
@@ -369,11 +373,12 @@ def _one_line(record: dict) -> str:
     return json.dumps(record, default=_bytes_repr)[:200]
 
 
-def _with_broker_kind(kind: str | None) -> Settings:
-    """`--broker`/`--kind` over STREAMS_BROKER_KIND, before any setting is checked against the broker (the
-    settings of `--broker kafka` with exactly-once in the environment are good); an unknown kind is one line
-    and a refusal to start."""
-    return Settings() if kind is None else Settings(broker_kind=kind)
+def _with_broker_kind(kind: str | None, nodes: int | None = None) -> Settings:
+    """`--broker`/`--kind` (and `--nodes`) over STREAMS_BROKER_KIND (and STREAMS_BROKER_NODES), before any
+    setting is checked against the broker (the settings of `--broker kafka` with exactly-once in the
+    environment are good); an unknown kind is one line and a refusal to start."""
+    given = {k: v for k, v in (("broker_kind", kind), ("broker_nodes", nodes)) if v is not None}
+    return Settings(**given)
 
 
 @app.command()
@@ -387,6 +392,7 @@ def up(
         str | None,
         typer.Option("--broker", help="Broker to start: noida (embedded, default) or kafka (Apache Kafka; Java 17)."),
     ] = None,
+    nodes: Annotated[int | None, NODES_OPTION] = None,
     external: Annotated[
         bool,
         typer.Option(
@@ -403,7 +409,7 @@ def up(
     from streams.strategies import check_options
 
     built = set(available_strategies())
-    settings = _with_broker_kind(broker_kind)
+    settings = _with_broker_kind(broker_kind, nodes)
     chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
     if ui:
@@ -883,17 +889,20 @@ def broker(
     kind: Annotated[
         str | None, typer.Option("--kind", help="noida (embedded, default) or kafka (Apache Kafka in KRaft mode).")
     ] = None,
+    nodes: Annotated[int | None, NODES_OPTION] = None,
 ) -> None:
     """Run a broker the project starts itself in the foreground and create the topics."""
     from streams.ops.embedded import broker as embedded_broker
     from streams.ops.topics import ensure_topics
 
-    settings = _with_broker_kind(kind)
-    err.print(f"starting {'Apache Kafka' if settings.broker_kind == 'kafka' else 'noida-db'}")
+    settings = _with_broker_kind(kind, nodes)
+    cluster = f" ({settings.broker_nodes} nodes)" if settings.broker_nodes > 1 else ""
+    err.print(f"starting {'Apache Kafka' if settings.broker_kind == 'kafka' else 'noida-db'}{cluster}")
     where = data_dir or settings.data_dir / f"broker-{settings.broker_kind}"
-    service = embedded_broker(where, port or None, kind=settings.broker_kind).start()
+    service = embedded_broker(where, port or None, kind=settings.broker_kind, nodes=settings.broker_nodes).start()
     try:
-        ensure_topics(settings.model_copy(update={"broker": service.address}))
+        replicas = min(3, settings.broker_nodes)
+        ensure_topics(settings.model_copy(update={"broker": service.address, "replication_factor": replicas}))
         err.print(f"broker on {service.address}; export STREAMS_BROKER={service.address}; Ctrl-C stops it")
         while service.proc and service.proc.poll() is None:
             time.sleep(1)

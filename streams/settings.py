@@ -150,6 +150,20 @@ class Settings(BaseSettings):
     )
     partitions: int = Field(4, ge=1, description="partitions of every topic `streams topics` creates")
     replication_factor: int = Field(1, ge=1, description="replicas of every topic `streams topics` creates")
+    min_insync_replicas: int = Field(
+        2,
+        ge=1,
+        description="replicas that must have a write before it is acknowledged (every producer sends acks=all), "
+        "set on every topic `streams topics` creates when it has more than one replica, at most one below "
+        "the replication factor: 2 of 3 survives the loss of a broker with nothing lost",
+    )
+    broker_nodes: int = Field(
+        1,
+        ge=1,
+        le=5,
+        description="nodes of the Apache Kafka cluster the project starts itself (`streams up --nodes 3`): "
+        "each broker and controller, topics at replication factor 3 (noida-db runs one)",
+    )
     topics: TopicNames = Field(
         default_factory=TopicNames, description="topic names, one setting each: STREAMS_TOPIC_PAGES, ..."
     )
@@ -404,6 +418,14 @@ class Settings(BaseSettings):
         return check_key(value) if value else value  # MetadataError is a ValueError: one line, and no start
 
     @model_validator(mode="after")
+    def _cluster_is_kafka(self) -> Settings:
+        if self.broker_nodes > 1 and self.broker_kind != "kafka":
+            raise ValueError(
+                f"a cluster of {self.broker_nodes} nodes is Apache Kafka's: noida-db runs one (--broker kafka)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _ui_tenant(self) -> Settings:
         if self.ui_tenant:
             self.tenant_scope(self.ui_tenant)  # a tenant name, and tenancy on: one line, and no start
@@ -426,6 +448,11 @@ class Settings(BaseSettings):
         from streams.core.metadata import vector_keys
 
         return vector_keys(self.vector_metadata_keys)
+
+    @property
+    def topic_min_isr(self) -> int:
+        """The `min.insync.replicas` of the topics: STREAMS_MIN_INSYNC_REPLICAS, one below the replicas at most."""
+        return max(1, min(self.min_insync_replicas, self.replication_factor - 1))
 
     def tenant_scope(self, tenant: str | None) -> str:
         """The tenant a query is scoped to: required with tenancy on, refused without (one line each)."""

@@ -31,7 +31,7 @@ import asyncio
 import contextvars
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -206,7 +206,13 @@ class GatedTable(faust.Table):
 
 class GatedProducer(driver.Producer):
     """faust flushes the producer before it commits offsets; this flush also waits for the held table writes
-    whose outputs it delivered, then sends those writes too."""
+    whose outputs it delivered, then sends those writes too.
+
+    Every producer is idempotent with acks=all, at-least-once too: faust asks for idempotence only inside a
+    transaction, so a retried send after a leader moved could write a record twice."""
+
+    def _settings_extra(self) -> Mapping[str, Any]:
+        return {**super()._settings_extra(), "acks": "all", "enable_idempotence": True}
 
     async def flush(self) -> None:
         gate: DeliveryGate | None = getattr(self.transport, "delivery_gate", None)

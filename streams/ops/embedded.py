@@ -44,9 +44,18 @@ BROKER_KINDS = ("noida", "kafka")
 FACTORY_OVERRIDES: dict[str, Callable[[Path, int | None], Any]] = {}
 
 
-def broker(data_dir: Path, port: int | None = None, kind: str | None = None) -> EmbeddedProcess:
+def broker(data_dir: Path, port: int | None = None, kind: str | None = None, nodes: int = 1) -> EmbeddedProcess:
     """A broker on its own port and data directory: noida-db speaking the Kafka protocol (pinned 0.2.3) by
-    default, Apache Kafka in KRaft mode with `kind="kafka"` (streams.ops.kafka)."""
+    default, Apache Kafka in KRaft mode with `kind="kafka"` (streams.ops.kafka), a cluster of `nodes` of them
+    when more than one (its nodes on ports of their own)."""
+    if nodes > 1:
+        if kind != "kafka" and (kind is not None or FACTORY_OVERRIDES.get("broker") is None):
+            raise ServiceError(f"noida-db runs one node; a cluster of {nodes} is Apache Kafka's (--broker kafka)")
+        from streams.ops.kafka import kafka_cluster
+
+        cluster = kafka_cluster(data_dir, nodes)
+        cluster.throwaway = bool(FACTORY_OVERRIDES.get("broker"))  # a test's: nothing reads its data again
+        return cluster  # type: ignore[return-value]
     if override := FACTORY_OVERRIDES.get("broker"):
         return override(data_dir, port)
     if kind == "kafka":

@@ -1,4 +1,5 @@
-"""Apache Kafka started by the project itself: one KRaft node (broker and controller in one JVM).
+"""Apache Kafka started by the project itself: one KRaft node (broker and controller in one JVM), or a
+cluster of three such nodes (a controller quorum of three, replication factor 3, min ISR 2), as deployed.
 
 Users run the service on Apache Kafka; this is that broker, without Docker, for `streams up --broker kafka`,
 `streams demo --broker kafka`, `streams broker --kind kafka` and the test suites. Its jars come from Maven
@@ -103,6 +104,11 @@ class KafkaBroker(EmbeddedProcess):
     heap: str = "512m"
     #: Killed rather than shut down when stopped: for a broker whose data nobody reads again (a test's)
     throwaway: bool = False
+    #: Its id in a cluster, the cluster's controller quorum (`id@host:port,...`; "" for a node alone) and
+    #: the replication of the internal topics (offsets, transactions), with their min ISR one below it.
+    node_id: int = 1
+    voters: str = ""
+    replicas: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -114,24 +120,27 @@ class KafkaBroker(EmbeddedProcess):
 
     def properties(self) -> dict[str, str]:
         listener = self.extra.get("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT")
+        isr = str(max(1, self.replicas - 1))
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": self.voters or f"1@127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": listener,
             "log.dirs": str(self.log_dir),
-            # one node: every internal topic has one replica
-            "offsets.topic.replication.factor": "1",
+            # one node: every internal topic has one replica; three: three, and two in sync to take a write
+            "offsets.topic.replication.factor": str(self.replicas),
             "offsets.topic.num.partitions": "8",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.replication.factor": str(self.replicas),
+            "transaction.state.log.min.isr": isr,
             "transaction.state.log.num.partitions": "8",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.replication.factor": str(self.replicas),
+            "share.coordinator.state.topic.min.isr": isr,
+            "default.replication.factor": str(self.replicas),
+            "min.insync.replicas": isr,
             # a local broker has no members still booting: rebalance at once rather than after 3 s
             "group.initial.rebalance.delay.ms": "0",
             "message.max.bytes": str(self.message_max_bytes),
@@ -182,7 +191,15 @@ class KafkaBroker(EmbeddedProcess):
         template = cache_dir(f"kafka-{KAFKA_VERSION}") / "formatted"
         if not self.format_args and (template / "meta.properties").exists():
             shutil.copytree(template, self.log_dir, dirs_exist_ok=True)
+            if self.node_id != 1:  # a cluster's node: the template's cluster id, its own node and directory ids
+                meta = self.log_dir / "meta.properties"
+                lines = [
+                    line for line in meta.read_text().splitlines() if not line.startswith(("node.id=", "directory.id="))
+                ]
+                meta.write_text("\n".join([*lines, f"node.id={self.node_id}", f"directory.id={cluster_id()}"]) + "\n")
             return
+        if self.node_id != 1:  # the template is made by a node 1 (the storage tool needs no peer to format)
+            raise ServiceError("a cluster node is formatted from the template that node 1 leaves")
         formatted = subprocess.run(
             [
                 java,
@@ -248,3 +265,97 @@ class KafkaBroker(EmbeddedProcess):
 def kafka_broker(data_dir: Path, port: int | None = None) -> KafkaBroker:
     """Apache Kafka on its own port and data directory (jars fetched on first use)."""
     return KafkaBroker("broker", [], port or free_port(), data_dir)
+
+
+@dataclass
+class KafkaCluster:
+    """Three (or more) KRaft nodes on loopback, each broker and controller, each with its own data directory
+    and ports: the controller quorum is all of them, internal topics have a replica on each, and a write
+    needs two in sync. Its `address` is every node's, as a client's bootstrap list; each node is a service of
+    its own to supervise (`nodes`), so a dead one is started again alone."""
+
+    data_dir: Path
+    nodes: list[KafkaBroker]
+    kind: str = "kafka"
+    janitor: None = None
+    name: str = "broker"
+
+    @property
+    def address(self) -> str:
+        return ",".join(node.address for node in self.nodes)
+
+    @property
+    def proc(self):
+        return self.nodes[0].proc
+
+    @property
+    def log_path(self) -> Path:
+        return self.nodes[0].log_path
+
+    @property
+    def throwaway(self) -> bool:
+        return all(node.throwaway for node in self.nodes)
+
+    @throwaway.setter
+    def throwaway(self, value: bool) -> None:
+        for node in self.nodes:
+            node.throwaway = value
+
+    def launch(self) -> None:
+        for node in self.nodes:  # node 1 first: it formats the storage template the others copy
+            node.launch()
+
+    def ready(self, timeout: float = 180.0) -> KafkaCluster:
+        """Every node answers, and the metadata names all of them."""
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        for node in self.nodes:
+            node.ready(max(1.0, deadline - time.monotonic()))
+        admin = AdminClient({"bootstrap.servers": self.address, **self.nodes[0].client})
+        while len(admin.list_topics(timeout=5.0).brokers) < len(self.nodes):
+            if time.monotonic() > deadline:
+                raise ServiceError(f"the Kafka cluster on {self.address} did not see all {len(self.nodes)} nodes")
+            time.sleep(0.2)
+        return self
+
+    def start(self, timeout: float = 180.0) -> KafkaCluster:
+        self.launch()
+        return self.ready(timeout)
+
+    def alive(self) -> bool:
+        return all(node.alive() for node in self.nodes)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        for node in self.nodes:
+            node.stop(timeout)
+
+    def kill(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def kafka_cluster(data_dir: Path, nodes: int = 3) -> KafkaCluster:
+    """`nodes` KRaft nodes on free loopback ports, a controller quorum of all of them."""
+    ports = [(free_port(), free_port()) for _ in range(nodes)]
+    voters = ",".join(f"{n + 1}@127.0.0.1:{controller}" for n, (_, controller) in enumerate(ports))
+    members = [
+        KafkaBroker(
+            f"broker-{n + 1}",
+            [],
+            port,
+            data_dir / f"node-{n + 1}",
+            controller_port=controller,
+            node_id=n + 1,
+            voters=voters,
+            replicas=min(3, nodes),
+        )
+        for n, (port, controller) in enumerate(ports)
+    ]
+    return KafkaCluster(data_dir, members)

@@ -382,7 +382,9 @@ class LocalPipeline:
         # The two services start side by side: each launcher is a Python process that takes seconds.
         services = []
         if self.own_broker:
-            self.broker = broker(self.settings.data_dir, kind=self.settings.broker_kind)
+            self.broker = broker(
+                self.settings.data_dir, kind=self.settings.broker_kind, nodes=self.settings.broker_nodes
+            )
             services.append(self.broker)
         if "mongo" in self.sinks and self.own_store:
             self.store = document_store(self.settings.data_dir)
@@ -396,6 +398,8 @@ class LocalPipeline:
         update: dict[str, object] = {}
         if self.broker is not None:
             update = {"broker": self.broker.address, "broker_kind": getattr(self.broker, "kind", "noida")}
+            if self.settings.broker_nodes > 1:  # as deployed: a replica of every topic on three nodes
+                update["replication_factor"] = min(3, self.settings.broker_nodes)
         if update.get("broker_kind", self.settings.broker_kind) == "noida":
             update["changelog_cleanup"] = "delete"  # see streams.ops.topics: compaction can stall faust's recovery
         self.settings = self.settings.model_copy(update=update)
@@ -496,8 +500,8 @@ class LocalPipeline:
         if self.stopping:
             return
         now = time.monotonic()
-        for service in (self.broker, self.store):
-            if service is not None and service.proc is not None and not service.alive():
+        for service in self.services():
+            if service.proc is not None and not service.alive():
                 self._restart_service(service)
         for role, proc in list(self.workers.items()):
             health = self.health[role]
@@ -520,6 +524,11 @@ class LocalPipeline:
             health.restart_at = now + delay
             metrics.ROLE_RESTARTS.labels(role).inc()
             self.on_event(f"{role} exited ({health.last_exit}); restart {health.restarts} in {delay:.1f}s")
+
+    def services(self) -> list[EmbeddedProcess]:
+        """The processes the pipeline started besides its workers: each broker node, and the document store."""
+        nodes = getattr(self.broker, "nodes", None) or ([self.broker] if self.broker is not None else [])
+        return [*nodes, *([self.store] if self.store is not None else [])]
 
     def _restart_service(self, service: EmbeddedProcess) -> None:
         """The broker or the document store died: start it again on its port and data directory. The

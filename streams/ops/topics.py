@@ -49,6 +49,9 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         specs.append(
             TopicSpec(f"{group_id(settings, f'chunker-{strategy}')}-chunk-versions-changelog", p, {**changelog, **big})
         )
+    if settings.replication_factor > 1:  # a write is acknowledged once this many replicas have it
+        isr = {"min.insync.replicas": str(settings.topic_min_isr)}
+        specs = [TopicSpec(s.name, s.partitions, {**s.config, **isr}) for s in specs]
     return specs
 
 

@@ -107,8 +107,8 @@ def run_up(
             from streams.runtime.metrics import serve
 
             serve(settings.metrics_port, ready=lambda: not pipeline.failed())
-        for service in (pipeline.broker, pipeline.store):  # supervised like the workers
-            if service is not None and service.proc is not None:
+        for service in pipeline.services():  # supervised like the workers, each broker node on its own
+            if service.proc is not None:
                 pipeline.health[service.name] = RoleHealth(service.name, service.proc.pid)
         try:
             while not stop.wait(1.0):
