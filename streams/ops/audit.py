@@ -136,6 +136,13 @@ class Ledger:
         return next((d for d in self.dead.get(doc_id, []) if d.stage == stage), None)
 
 
+def read_page(settings: Settings, codec: AvroCodec, raw: bytes) -> PageEvent:
+    """A page off the pages topic as the assembler reads it: opened, decoded, checked, its tenant named."""
+    return parse_page(
+        raw, lambda data: codec.decode("page_event", data), settings.max_page_bytes, settings.tenant_key, codec.unseal
+    )
+
+
 def read_ledger(
     settings: Settings, since_ms: int | None = None, on_message: Callable[[], None] | None = None
 ) -> Ledger:
@@ -144,13 +151,7 @@ def read_ledger(
     ledger = Ledger()
     for message in read_topic(settings, topics.pages, since_ms, on_message):
         try:
-            page = parse_page(
-                message.value(),
-                lambda raw: codec.decode("page_event", raw),
-                settings.max_page_bytes,
-                settings.tenant_key,
-                codec.unseal,
-            )
+            page = read_page(settings, codec, message.value())
         except BadInput:
             continue  # refused at the door: the assembler dead-lettered it, reported from there
         except Shredded as exc:
@@ -415,13 +416,7 @@ def _pages(settings: Settings, version: Version) -> list[PageEvent]:
             message = consumer.poll(10)
             if message is None or message.error():
                 raise RuntimeError(f"page {number} of {version.doc_id} could not be read back")
-            pages[number] = parse_page(
-                message.value(),
-                lambda raw: codec.decode("page_event", raw),
-                settings.max_page_bytes,
-                settings.tenant_key,
-                codec.unseal,
-            )
+            pages[number] = read_page(settings, codec, message.value())
     finally:
         consumer.close()
     return list(pages.values())

@@ -13,6 +13,7 @@ purged document's record, or write one back into a store.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,12 +27,17 @@ from streams.settings import Settings
 KEYS_COLLECTION = "keys"
 
 
+def _page_tenant(page: Mapping[str, Any], tenant_key: str) -> str:
+    """The tenant a page's metadata names ("" for none, or one that is not a string: assembly refuses it)."""
+    tenant = (page.get("metadata") or {}).get(tenant_key) if tenant_key else ""
+    return tenant if isinstance(tenant, str) else ""
+
+
 def _page_key_id(tenant_key: str) -> Callable[[Mapping[str, Any]], str | None]:
     """The key a page is sealed under: its document's qualified id, as assembly will name it."""
 
     def key_id(page: Mapping[str, Any]) -> str | None:
-        tenant = (page.get("metadata") or {}).get(tenant_key) if tenant_key else ""
-        return qualify(tenant if isinstance(tenant, str) else "", str(page.get("doc_id") or "")) or None
+        return qualify(_page_tenant(page, tenant_key), str(page.get("doc_id") or "")) or None
 
     return key_id
 
@@ -118,7 +124,10 @@ class KeyRing:
 
     def delete(self, key_ids: Sequence[str] = (), tenant: str | None = None) -> list[str]:
         """Delete the keys of `key_ids`, or of every document of `tenant`: the ids deleted."""
-        query: dict[str, Any] = {"tenant": tenant} if tenant is not None else {"_id": {"$in": list(key_ids)}}
+        # A tenant's keys are those of its qualified ids, `tenant#...`, whichever process made them.
+        query: dict[str, Any] = (
+            {"_id": {"$regex": f"^{re.escape(tenant)}#"}} if tenant is not None else {"_id": {"$in": list(key_ids)}}
+        )
         gone = [str(d["_id"]) for d in self.collection.find(query, {"_id": 1})]
         if gone:
             self.collection.delete_many({"_id": {"$in": gone}})
@@ -174,7 +183,6 @@ def page_sealer(settings: Settings) -> Callable[[Mapping[str, Any], bytes], byte
 
     def sealed(page: Mapping[str, Any], payload: bytes) -> bytes:
         kid = key_id(page)
-        tenant = (page.get("metadata") or {}).get(settings.tenant_key) if settings.tenant_key else ""
-        return keys.seal(kid, payload, tenant if isinstance(tenant, str) else "") if kid else payload
+        return keys.seal(kid, payload, _page_tenant(page, settings.tenant_key)) if kid else payload
 
     return sealed

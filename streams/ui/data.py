@@ -19,11 +19,11 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from streams.core.assembly import BadInput, parse_page
+from streams.core.assembly import BadInput
 from streams.core.events import AssembledDocument, DeadLetter, PageEvent
 from streams.core.sealed import Shredded
 from streams.core.tenancy import tenant_in
-from streams.ops.audit import read_topic
+from streams.ops.audit import read_page, read_topic
 from streams.runtime.keyring import codec_for
 from streams.settings import Settings
 
@@ -121,13 +121,7 @@ class ConsoleData:
     def refresh(self) -> None:
         for message in self.pages.read_new():
             try:
-                page = parse_page(
-                    message.value(),
-                    lambda raw: self.codec.decode("page_event", raw),
-                    self.settings.max_page_bytes,
-                    self.settings.tenant_key,
-                    self.codec.unseal,
-                )
+                page = read_page(self.settings, self.codec, message.value())
             except BadInput:
                 continue  # refused at the door: it is on the dead-letter topic, shown on the bus page
             except Shredded:
