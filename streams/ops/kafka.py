@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -327,8 +328,10 @@ class KafkaCluster:
         return all(node.alive() for node in self.nodes)
 
     def stop(self, timeout: float = 30.0) -> None:
-        for node in self.nodes:
-            node.stop(timeout)
+        """All nodes at once: one by one, each controlled shutdown waits for leadership to move off it onto
+        nodes that are about to go too (36 s for three, against a few seconds side by side)."""
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda node: node.stop(timeout), self.nodes))
 
     def kill(self) -> None:
         for node in self.nodes:

@@ -24,6 +24,7 @@ from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
 from streams.runtime.clients import (
+    DELIVERY_TIMEOUT_S,
     DeliveryReports,
     client_config,
     end_offsets,
@@ -52,7 +53,7 @@ def child_env(settings: Settings, **overrides: str) -> dict[str, str]:
 class Refusals(DeliveryReports):
     """Delivery reports that end a command: any record not acknowledged or refused is one clear error."""
 
-    def check(self, out: Producer, what: str, timeout: float = 30.0) -> None:
+    def check(self, out: Producer, what: str, timeout: float = DELIVERY_TIMEOUT_S + 5) -> None:
         if problem := self.problem(out, what, timeout):
             raise ServiceError(problem)
 

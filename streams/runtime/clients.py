@@ -58,6 +58,12 @@ def dead_letter_limit(settings: Settings) -> int:
     return settings.max_message_bytes + DEAD_LETTER_HEADROOM
 
 
+#: How long the project's producer keeps trying to deliver a record before it reports the record failed
+#: (librdkafka's `message.timeout.ms`; Kafka's own `delivery.timeout.ms` default): longer than a broker's
+#: request timeout (30 s), so a produce that a frozen or lost leader left hanging is retried on the new one.
+DELIVERY_TIMEOUT_S = 120.0
+
+
 class DeliveryReports:
     """A producer's delivery reports (its `on_delivery`): flush() counts only what is still queued, and a
     record the broker refused (over its size limit, say) is not queued any more, so without these it passed
@@ -70,8 +76,11 @@ class DeliveryReports:
         if error is not None:
             self.errors.append(str(error))
 
-    def problem(self, out: Any, what: str, timeout: float = 30.0) -> str | None:
-        """Flush; what went wrong with the records produced since the last call, in one line, or None. A flush
+    def problem(self, out: Any, what: str, timeout: float = DELIVERY_TIMEOUT_S + 5) -> str | None:
+        """Flush; what went wrong with the records produced since the last call, in one line, or None. By
+        default the flush outwaits the delivery timeout, so every record has its outcome: a lost or frozen leader
+        under a publish once left one page unacknowledged after 30 s that the new leader took later, and
+        the publisher reported a failure for a page that was delivered (a three-node cluster). A flush
         that fails in the client itself is a problem too, for the caller to retry: confluent-kafka once answered
         a SIGKILLed noida-db with a SystemError from `flush` ("returned NULL without setting an exception"), and
         the sink exited instead of waiting for the broker (2026-11-30, a clean-clone run of 437cf78)."""
@@ -100,6 +109,7 @@ def producer(settings: Settings, reports: DeliveryReports | None = None, max_byt
         "linger.ms": 5,
         "compression.type": settings.compression,
         "enable.idempotence": True,
+        "message.timeout.ms": int(DELIVERY_TIMEOUT_S * 1000),
     }
     if reports is not None:
         conf["on_delivery"] = reports
