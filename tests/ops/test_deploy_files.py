@@ -616,8 +616,10 @@ def test_grafana_provisioning_matches_compose() -> None:
 
 
 def test_topics_yaml_matches_topic_specs(settings: Settings) -> None:
-    specs = {spec.name: spec for spec in topic_specs(settings)}
     document = load_one(DEPLOY / "topics.yaml")
+    assert document["replicas"] == 3 == int(config_map()["STREAMS_REPLICATION_FACTOR"])
+    deployed = settings.model_copy(update={"replication_factor": document["replicas"]})
+    specs = {spec.name: spec for spec in topic_specs(deployed)}
     listed = {topic["name"]: topic for topic in document["topics"]}
     assert len(listed) == len(document["topics"]), "a topic is listed twice"
     assert set(listed) == set(specs)
@@ -631,6 +633,8 @@ def test_topics_yaml_matches_topic_specs(settings: Settings) -> None:
         assert spec.config.items() <= config.items(), name
         if config["cleanup.policy"] == "delete":
             assert "retention.ms" in config, f"{name}: say how long it is kept"
+        # acks=all waits for this many replicas: one broker of three may be lost without refusing writes
+        assert config["min.insync.replicas"] == "2" == str(deployed.topic_min_isr), name
     compacted = {name for name, t in listed.items() if t["config"]["cleanup.policy"] == "compact"}
     assert {settings.topics.versions, settings.topics.status} <= compacted
     assert all(name in compacted for name in specs if name.endswith("-changelog"))
