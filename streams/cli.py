@@ -868,9 +868,26 @@ def letters_replay(
 
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)
 app.add_typer(schemas_app, name="schemas")
-from streams.bench.cli import bench_app  # noqa: E402
 
-app.add_typer(bench_app, name="bench")
+
+def add_command_groups(target: typer.Typer) -> list[str]:
+    """Add the command groups other packages declare (entry points `streams.commands`, such as `streams bench`):
+    the product imports none of them, and one that cannot load is a line, not a broken CLI."""
+    from importlib.metadata import entry_points
+
+    added = []
+    for point in sorted(entry_points(group="streams.commands"), key=lambda p: p.name):
+        try:
+            group = point.load()
+        except Exception as exc:  # a broken extra must not take the service's own commands with it
+            err.print(f"[yellow]`streams {point.name}` unavailable[/]: {point.value}: {exc}")
+            continue
+        target.add_typer(group, name=point.name)
+        added.append(point.name)
+    return added
+
+
+add_command_groups(app)
 
 
 @schemas_app.command("snapshot")
