@@ -233,16 +233,16 @@ def _docling_hybrid() -> Runner:
     return run
 
 
-def langchain_embeddings(embedder: Any) -> Any:
-    """A LangChain `Embeddings` over the project's Embedder, so both semantic chunkers use one model."""
+def langchain_embeddings(embed: Callable[[list[str]], list[list[float]]]) -> Any:
+    """A LangChain `Embeddings` over one of the project's embedders, so a peer and streams use one model."""
     from langchain_core.embeddings import Embeddings
 
     class StreamsEmbeddings(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return embedder.encode(texts).tolist()
+            return embed(texts)
 
         def embed_query(self, text: str) -> list[float]:
-            return embedder.encode([text])[0].tolist()
+            return embed([text])[0]
 
     return StreamsEmbeddings()
 
@@ -258,7 +258,8 @@ def _stock_embedder() -> Any:
 def _langchain_semantic() -> Runner:
     from langchain_experimental.text_splitter import SemanticChunker
 
-    splitter = SemanticChunker(langchain_embeddings(_stock_embedder()))
+    stock = _stock_embedder()
+    splitter = SemanticChunker(langchain_embeddings(lambda texts: stock.encode(texts).tolist()))
     return lambda doc: splitter.split_text(doc.text)
 
 

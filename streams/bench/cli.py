@@ -882,7 +882,7 @@ def mutation(
     ] = None,
     read: Annotated[
         Path | None,
-        typer.Option("--read", help="Report a run kept with --keep again, scored with docs/mutation.md as it is now."),
+        typer.Option("--read", help="Report a run kept with --keep again, scored with the equivalents as now."),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -924,7 +924,7 @@ def mutation(
             )
     for stale in report["stale_equivalents"]:
         err.print(
-            f"[yellow]stale equivalent in docs/mutation.md:[/] {stale['module']} {stale['function']}: "
+            f"[yellow]stale equivalent in streams/bench/equivalents.md:[/] {stale['module']} {stale['function']}: "
             f"{' / '.join(stale['removed'])}",
             highlight=False,
         )

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import BenchError, Progress
+from streams.bench.chunk import langchain_embeddings
 from streams.core.events import ChunkRecord, PageEvent
 
 DEFAULT_DOCUMENTS = 60
@@ -254,20 +255,6 @@ def llamaindex_embedding(counter: CountingEmbedder) -> Any:
     return StreamsEmbedding(counter, embed_batch_size=256)
 
 
-def langchain_embeddings(counter: CountingEmbedder) -> Any:
-    """A LangChain `Embeddings` over `counter`: the same model and backend as streams' vector sink."""
-    from langchain_core.embeddings import Embeddings
-
-    class StreamsEmbeddings(Embeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return counter.embed(texts)
-
-        def embed_query(self, text: str) -> list[float]:
-            return counter.embed([text])[0]
-
-    return StreamsEmbeddings()
-
-
 def _token_count() -> Callable[[str], int]:
     from streams.core.tokenizers import tiktoken_encoding
 
@@ -380,7 +367,7 @@ class LangChainPeer:
         self.records = SQLRecordManager("streams-bench", db_url=f"sqlite:///{folder / 'records.sqlite'}")
         self.records.create_schema()
         self.vectors = LanceDB(
-            embedding_function=langchain_embeddings(counter), uri=folder / "lancedb", table_name="chunks"
+            embedding_function=langchain_embeddings(counter.embed), uri=folder / "lancedb", table_name="chunks"
         )
         self.lance_dir = folder / "lancedb"
         # from_tiktoken_encoder's splitter and length, with the encoding loaded offline (it would download it)

@@ -3,7 +3,7 @@
 mutmut rewrites every function of the measured modules into many small variants (a `<` made `<=`, a
 constant changed, an argument dropped) and runs the tests that reach each function against each variant.
 A variant the tests fail on is *killed*; one they pass on *survived*, and is either a gap in the tests or
-an *equivalent* mutant that cannot change behaviour. The equivalent ones are listed in docs/mutation.md,
+an *equivalent* mutant that cannot change behaviour. The equivalent ones are listed in streams/bench/equivalents.md,
 each with the reason, and only those leave the score.
 
 mutmut writes its variants beside a copy of the sources, so the run happens in a scratch copy (the
@@ -50,7 +50,7 @@ TESTS = (
     "tests/codec",
     "tests/golden",
 )
-EQUIVALENTS = Path("docs") / "mutation.md"
+EQUIVALENTS = Path("streams") / "bench" / "equivalents.md"
 RUN_FILE = "bench-mutation.json"  # what a kept run measured, for `--read`
 TARGET_SCORE = 85.0
 
@@ -92,7 +92,7 @@ class Mutant:
 
 @dataclass(frozen=True)
 class Equivalent:
-    """A surviving mutant that cannot change behaviour, with the reason written in docs/mutation.md."""
+    """A surviving mutant that cannot change behaviour, with the reason written in streams/bench/equivalents.md."""
 
     module: str
     function: str
@@ -327,7 +327,7 @@ _ENTRY = re.compile(
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    """The entries of docs/mutation.md: a `#### \\`module\\` \\`function\\`` heading, a diff block of the
+    """The entries of streams/bench/equivalents.md: a `#### \\`module\\` \\`function\\`` heading, a diff block of the
     original lines (-) and the mutated ones (+), then the reason. An entry without a reason is an error."""
     if not path.exists():
         return []
@@ -457,7 +457,7 @@ def run_mutation_bench(
 
 
 def reread(scratch: Path, repo: Path = REPO) -> dict[str, Any]:
-    """The report of a run kept with `--keep`, scored again with docs/mutation.md as it is now: an
+    """The report of a run kept with `--keep`, scored again with streams/bench/equivalents.md as it is now: an
     equivalent written up after the run leaves the score without running mutmut again."""
     path = scratch / RUN_FILE
     if not path.is_file():

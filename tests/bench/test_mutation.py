@@ -142,8 +142,8 @@ def test_the_score_leaves_out_listed_equivalents_only(tiny_run: list[Mutant], tm
 
 @needs_mutmut
 def test_a_kept_run_is_scored_again_with_the_equivalents_as_they_are_now(tiny_project: Path, tmp_path: Path) -> None:
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "mutation.md").write_text(EQUIVALENT_DOC)
+    (tmp_path / "streams" / "bench").mkdir(parents=True)
+    (tmp_path / "streams" / "bench" / "equivalents.md").write_text(EQUIVALENT_DOC)
     run = {"modules_measured": ["tiny/grades.py"], "source": {"commit": "abc1234"}, "tool": "mutmut 3.7.0"}
     (tiny_project / RUN_FILE).write_text(json.dumps(run))
     report = reread(tiny_project, repo=tmp_path)
@@ -161,8 +161,8 @@ def test_an_equivalent_without_a_reason_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_projects_equivalents_name_lines_that_exist() -> None:
-    """Each entry in docs/mutation.md quotes original lines of its function; a stale one must be removed."""
-    entries = load_equivalents(REPO / "docs" / "mutation.md")
+    """Each entry in streams/bench/equivalents.md quotes original lines of its function; a stale one must be removed."""
+    entries = load_equivalents(REPO / "streams" / "bench" / "equivalents.md")
     for entry in entries:
         source = (REPO / entry.module).read_text()
         assert entry.removed, entry
