@@ -8,9 +8,9 @@ producer idempotent with acks=all), through four faults in turn under one steady
 4. one node frozen for 30 s (SIGSTOP, then SIGCONT): the controller fences it, and it catches up.
 
 At-least-once and exactly-once (then transaction coordinators move too). Every document lands in MongoDB and
-the vector store exactly once, the audit finds nothing to repair, and `lag`, `status` and `audit` answer
-against the cluster. Reported: the longest gap in output around each fault, and the records re-published
-under the same ids."""
+the vector store exactly once, the audit finds nothing to repair, and `lag`, `status`, `audit` and the web
+console answer against the cluster. Reported: the longest gap in output around each fault, and the records
+re-published under the same ids."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
+from starlette.testclient import TestClient
 
 from streams.ops.audit import audit, audit_stores
 from streams.ops.embedded import document_store
@@ -37,6 +38,7 @@ from streams.ops.topics import topic_specs
 from streams.runtime.clients import client_config
 from streams.settings import Settings
 from streams.sinks.lance_target import LanceTarget
+from streams.ui.app import create_app
 from tests.cli import streams
 from tests.conftest import KAFKA_NEEDS
 from tests.debian import ensure
@@ -265,6 +267,10 @@ def test_a_three_node_cluster_loses_nothing_to_lost_restarted_and_frozen_nodes(t
             status = streams("status", published[0][0].doc_id, "--json", env=env, timeout=120)
             audited = streams("audit", "-s", "window", "--json", env=env, timeout=300)
             producers = idempotent_producers(live, [live.topics.pages, live.topics.documents, live.topics.chunks])
+            with TestClient(create_app(live)) as console:  # the web console, reading the same cluster
+                index = console.get("/")
+                console_lag = console.get("/api/lag").json()
+                first_doc = console.get(f"/doc/{published[0][0].doc_id}")
     finally:
         store.stop()
     gaps = {name: longest_gap(stamps, *window) for name, window in windows.items()}
@@ -284,5 +290,8 @@ def test_a_three_node_cluster_loses_nothing_to_lost_restarted_and_frozen_nodes(t
     assert lag.returncode == 0 and json.loads(lag.stdout), lag.stderr
     assert status.returncode == 0 and json.loads(status.stdout), status.stderr
     assert audited.returncode == 0, audited.stdout[-600:] + audited.stderr[-600:]
+    assert index.status_code == 200 and all(f'href="/doc/{d[0].doc_id}"' in index.text for d in published)
+    assert console_lag["total_lag"] == 0 and console_lag["partitions"]
+    assert first_doc.status_code == 200
     # the project's publisher, the assembler's and the chunker's producers: idempotent, as the brokers see them
     assert set(producers) == {settings.topics.pages, settings.topics.documents, settings.topics.chunks}
