@@ -13,9 +13,11 @@ from confluent_kafka.admin import AdminClient
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records
+from streams.ops.audit import AuditReport, audit, audit_stores
 from streams.ops.pipeline import LocalPipeline
 from streams.runtime.clients import client_config, group_id
 from streams.settings import Settings
+from streams.sinks.lance_target import LanceTarget
 from streams.sinks.mongo import MongoSink
 from tests.conftest import make_pages, strategy_chunker
 
@@ -63,6 +65,25 @@ def stored_chunks(settings: Settings, want: int, timeout: float) -> tuple[dict[s
         return {row["_id"]: row["checksum"] for row in rows}, len(rows)
     finally:
         sink.close()
+
+
+def stored_vectors_and_audit(settings: Settings, want: int, timeout: float = 300) -> tuple[list[str], AuditReport]:
+    """The vector store's chunk ids once it holds `want` (or `timeout` passed), and the window strategy's audit
+    over both stores."""
+    deadline = time.monotonic() + timeout
+    while True:  # a LanceDB table read once stays at that version: open it afresh each time
+        lance = LanceTarget(settings.lance_dir, settings.lance_table)
+        if lance.count() >= want or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    vectors = [row["chunk_id"] for row in lance.table.to_arrow().select(["chunk_id"]).to_pylist()]
+    opened = audit_stores(settings, ["mongo", "vectors"])
+    try:
+        report, _ = audit(settings, ["window"], opened)
+    finally:
+        for opened_store in opened:
+            opened_store.close()
+    return vectors, report
 
 
 def chunk_ids_by_document(docs: list[list[PageEvent]], strategy: str = "window") -> dict[str, list[str]]:

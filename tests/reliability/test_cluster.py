@@ -30,20 +30,18 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from starlette.testclient import TestClient
 
-from streams.ops.audit import audit, audit_stores
 from streams.ops.embedded import document_store
 from streams.ops.kafka import KafkaBroker, KafkaCluster, kafka_jars
 from streams.ops.pipeline import Collector, LocalPipeline, child_env, publish_pages
 from streams.ops.topics import topic_specs
 from streams.runtime.clients import client_config
 from streams.settings import Settings
-from streams.sinks.lance_target import LanceTarget
 from streams.ui.app import create_app
 from tests.cli import streams
 from tests.conftest import KAFKA_NEEDS
 from tests.debian import ensure
 from tests.integration.conftest import pipeline_settings
-from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
+from tests.reliability.clean_run import documents, expected_chunks, stored_chunks, stored_vectors_and_audit
 
 # A cluster of its own (started here): in the Kafka pass alone
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_only, pytest.mark.own_services]
@@ -249,19 +247,7 @@ def test_a_three_node_cluster_loses_nothing_to_lost_restarted_and_frozen_nodes(t
             stamps = produced_at(live)
             collector.close()
             stored, rows = stored_chunks(live, len(expected), timeout=300)
-            deadline = time.monotonic() + 300
-            while True:  # a LanceDB table read once stays at that version: open it afresh each time
-                lance = LanceTarget(live.lance_dir, live.lance_table)
-                if lance.count() >= len(expected) or time.monotonic() > deadline:
-                    break
-                time.sleep(1)
-            vectors = [row["chunk_id"] for row in lance.table.to_arrow().select(["chunk_id"]).to_pylist()]
-            opened = audit_stores(live, ["mongo", "vectors"])
-            try:
-                report, _ = audit(live, ["window"], opened)
-            finally:
-                for opened_store in opened:
-                    opened_store.close()
+            vectors, report = stored_vectors_and_audit(live, len(expected))
             env = child_env(live)
             lag = streams("lag", "--json", env=env, timeout=120)
             status = streams("status", published[0][0].doc_id, "--json", env=env, timeout=120)

@@ -17,16 +17,14 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.ops.audit import audit, audit_stores
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
 from streams.runtime.clients import client_config, group_id
 from streams.settings import Settings
-from streams.sinks.lance_target import LanceTarget
 from tests.conftest import KAFKA_NEEDS
 from tests.debian import ensure
 from tests.integration.conftest import pipeline_settings
-from tests.reliability.clean_run import documents, expected_chunks, stored_chunks
+from tests.reliability.clean_run import documents, expected_chunks, stored_chunks, stored_vectors_and_audit
 
 # Apache Kafka of its own (started here): in the Kafka pass alone
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_only, pytest.mark.own_services]
@@ -132,19 +130,7 @@ def test_a_killed_replica_and_a_killed_broker_lose_nothing_on_kafka(tmp_path: Pa
             result = collector.wait([(d[0].doc_id, 0) for d in docs], ["window"], timeout=600, drain=True)
             collector.close()
             stored, rows = stored_chunks(live, len(expected), timeout=300)
-            deadline = time.monotonic() + 300
-            while True:  # a LanceDB table read once stays at that version: open it afresh each time
-                lance = LanceTarget(live.lance_dir, live.lance_table)
-                if lance.count() >= len(expected) or time.monotonic() > deadline:
-                    break
-                time.sleep(1)
-            vectors = [row["chunk_id"] for row in lance.table.to_arrow().select(["chunk_id"]).to_pylist()]
-            opened = audit_stores(live, ["mongo", "vectors"])
-            try:
-                report, _ = audit(live, ["window"], opened)
-            finally:
-                for opened_store in opened:
-                    opened_store.close()
+            vectors, report = stored_vectors_and_audit(live, len(expected))
     finally:
         store.stop()
     print(
