@@ -16,11 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from streams.core.events import DocType
-
-#: The metadata keys a document's routing is recorded under (assembled document and page events).
-SOURCE_KEY = "doc_type_source"
-CONFIDENCE_KEY = "doc_type_confidence"
-EVIDENCE_KEY = "doc_type_evidence"
+from streams.core.metadata import CONFIDENCE_KEY, EVIDENCE_KEY, SOURCE_KEY
 
 #: `doc_type_source` values: set on purpose by the publisher, found in the text, or nothing found.
 GIVEN = "given"

@@ -18,9 +18,13 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streams.core.doctype import CONFIDENCE_KEY, EVIDENCE_KEY, SOURCE_KEY
-
 MetaValue = str | int | float | bool | list[str] | None
+
+#: The metadata keys a document's routing is recorded under (assembled document and page events): here, with
+#: the other keys, so routing (core/doctype.py) reads metadata and metadata reads nothing of routing.
+SOURCE_KEY = "doc_type_source"
+CONFIDENCE_KEY = "doc_type_confidence"
+EVIDENCE_KEY = "doc_type_evidence"
 
 MAX_KEY_CHARS = 128
 MAX_METADATA_BYTES = 64 * 1024
