@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, Chunker, get_chunker
+from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, Chunker, get_chunker, make_options
 from streams.core.doctype import given_type
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DocType, PageEvent
-from streams.core.options import OptionsError, make_options
+from streams.core.options import OptionsError
 from streams.core.publish import publish
 
 if TYPE_CHECKING:

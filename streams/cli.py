@@ -125,9 +125,9 @@ def chunk(
         if fmt == "seed":
             import importlib
 
-            from streams.core.chunkers import strategy_module
+            from streams.core.chunkers import strategy as declared
 
-            module = importlib.import_module(strategy_module(strategy))
+            module = importlib.import_module(declared(strategy).chunker.partition(":")[0])
             seed_objects = getattr(module, "seed_objects", None)
             if seed_objects is None:
                 raise CliError(f"strategy {strategy!r} has no seed format")
@@ -446,8 +446,7 @@ def strategies(
     """Every strategy: its seed, its options with defaults and allowed ranges, and what is set now."""
     from rich.table import Table
 
-    from streams.core.chunkers import STRATEGIES
-    from streams.core.options import describe
+    from streams.core.chunkers import STRATEGIES, describe
     from streams.strategies import options_for
 
     settings = Settings()

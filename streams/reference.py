@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from streams.core.options import OPTIONS, describe
+from streams.core.chunkers import OPTIONS, describe
 from streams.settings import Settings, TopicNames
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
@@ -18,8 +18,8 @@ STRATEGY_FIELDS = set(OPTIONS)
 
 HEAD = """# Configuration
 
-Generated from `streams/settings.py` and `streams/core/options.py` by `python -m streams.reference`; a test
-fails when this page and the code disagree.
+Generated from `streams/settings.py` and each strategy's options model (in its package under
+`streams/core/chunkers/`) by `python -m streams.reference`; a test fails when this page and the code disagree.
 
 Every setting is an environment variable `STREAMS_<NAME>`, a key of a `--config` file (TOML or YAML), or, for
 `streams up` and the demo, inherited by every process they start. Precedence, highest first: the

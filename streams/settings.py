@@ -6,10 +6,12 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from streams.core.chunkers import STRATEGIES
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
 #: `streams publish/tail/lag/search/replay` in another terminal find the running services unflagged.
@@ -358,15 +360,7 @@ class Settings(BaseSettings):
         "stays plain (docs/benchmarks.md, Retrieval quality)",
     )
 
-    # Strategy options (`STREAMS_SECTION__MAX_TOKENS=512`, a `[section]` table in the --config file, or
-    # `streams chunk --set`): raw here, validated by streams.core.options when a strategy is built.
-    window: dict[str, Any] = Field(default_factory=dict, description="window's options")
-    letter: dict[str, Any] = Field(default_factory=dict, description="letter's options")
-    finance: dict[str, Any] = Field(default_factory=dict, description="finance's options")
-    section: dict[str, Any] = Field(default_factory=dict, description="section's options")
-    hybrid: dict[str, Any] = Field(default_factory=dict, description="hybrid's options")
-    semantic: dict[str, Any] = Field(default_factory=dict, description="semantic's options")
-    cluster: dict[str, Any] = Field(default_factory=dict, description="cluster's options")
+    # Strategy options: one field per registered strategy, added below (`with_strategy_options`).
 
     # Security (secrets are never printed: see `redacted()`)
     security_protocol: str = Field("PLAINTEXT", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
@@ -536,12 +530,6 @@ class Settings(BaseSettings):
         data.update({name: self.secret(name) or None for name in self.secret_fields()})
         return json.dumps(data)
 
-    def strategy_options(self, strategy: str) -> Any:
-        """The validated options of `strategy` (streams.core.options.OptionsError: one line if bad)."""
-        from streams.core.options import make_options
-
-        return make_options(strategy, getattr(self, strategy, None) or {})
-
     def redacted(self) -> dict[str, object]:
         """Settings safe to print or log: secrets (typed `SecretStr`) and URL credentials masked."""
         data = self.model_dump(mode="json")
@@ -552,6 +540,20 @@ class Settings(BaseSettings):
             if data.get(key):
                 data[key] = mask_url(data[key])
         return data
+
+
+def with_strategy_options(base: type[Settings]) -> type[Settings]:
+    """The settings with one field per registered strategy, its options raw (`STREAMS_SECTION__MAX_TOKENS=512`,
+    a `[section]` table in the --config file, `streams chunk --set`), validated when the strategy is built.
+    Derived from the registry, so a strategy another package declares is configured like the built-in ones."""
+    fields: dict[str, Any] = {
+        name: (dict[str, Any], Field(default_factory=dict, description=f"{name}'s options")) for name in STRATEGIES
+    }
+    return create_model("Settings", __base__=base, __module__=__name__, **fields)
+
+
+if not TYPE_CHECKING:
+    Settings = with_strategy_options(Settings)
 
 
 def is_setting_variable(name: str) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streams.core.chunkers import EMBEDDING_STRATEGIES, Chunker, get_chunker
-from streams.core.options import EMBEDDING_WORD_PIECES, OptionsError, StrategyOptions, make_options
+from streams.core.chunkers import EMBEDDING_STRATEGIES, Chunker, get_chunker, make_options
+from streams.core.options import EMBEDDING_WORD_PIECES, OptionsError, StrategyOptions
 from streams.core.tokenizers import get_tokenizer
 from streams.settings import Settings
 
@@ -43,7 +43,7 @@ def build_chunker(
 def check_options(settings: Settings, strategies: Iterable[str] = ()) -> list[StrategyOptions]:
     """Validate the named strategies' options and every strategy given any setting, before anything
     starts: a bad value anywhere is one line (OptionsError) and the process refuses to start."""
-    from streams.core.options import OPTIONS
+    from streams.core.chunkers import OPTIONS
 
     configured = [name for name in OPTIONS if getattr(settings, name, None)]
     names = list(dict.fromkeys([*strategies, *configured]))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.core.options import OPTIONS, describe
+from streams.core.chunkers import OPTIONS, describe
 from streams.reference import TARGET, render
 from streams.settings import Settings
 

@@ -284,7 +284,8 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
 
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
-    from streams.core.chunkers import EMBEDDING_STRATEGIES, ChunkingError
+    from streams.core.chunkers import ChunkingError
+    from streams.core.chunkers import strategy as declared
     from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkStatus
     from streams.core.publish import Published, publish
@@ -303,13 +304,14 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     versions = app.Table("chunk-versions", default=None, partitions=settings.partitions, key_type=str, value_type=bytes)
     gate: DeliveryGate = app.transport.delivery_gate
     embedder = None
-    if strategy in EMBEDDING_STRATEGIES:
+    if declared(strategy).embeds:
         from streams.embedstore import embedder_for
 
         # semantic and cluster read every document at the same moment: through the shared store they
-        # embed its sentences from opposite ends and meet in the middle. The order is this worker's own
-        # embedder's, chosen here, never set on an embedder something else shares.
-        embedder = embedder_for(settings, long_texts=SENTENCE_UNITS, descending=strategy == "cluster")
+        # embed its sentences from opposite ends (their declared `embed_order`) and meet in the middle. The
+        # order is this worker's own embedder's, chosen here, never set on an embedder something else shares.
+        descending = declared(strategy).embed_order == "descending"
+        embedder = embedder_for(settings, long_texts=SENTENCE_UNITS, descending=descending)
     chunker = build_chunker(strategy, settings, embedder=embedder)
     if settings.chunker_version:
         chunker.version = settings.chunker_version  # lineage label of a replay with a new chunker

@@ -42,7 +42,8 @@ WORDS = VOCABULARY.split()
 def bench_doc_type(strategies: Sequence[str]) -> str:
     """A document type every strategy takes (`doc_types`; generic when all do), so the bench measures
     chunking rather than documents skipped as not applicable."""
-    from streams.core.options import DOC_TYPES, make_options
+    from streams.core.chunkers import make_options
+    from streams.core.options import DOC_TYPES
 
     taken = [set(make_options(s).doc_types) for s in strategies]
     common = [t for t in ("generic", *DOC_TYPES) if all(t in types for types in taken)]

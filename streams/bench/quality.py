@@ -32,10 +32,13 @@ from typing import Any
 import numpy as np
 
 from streams.bench import BenchError, Progress
+from streams.core.chunkers import strategy
 
 Range = tuple[int, int]
 DEFAULT_STRATEGIES = ("window", "section", "semantic", "cluster", "hybrid", "letter", "finance")
-TYPED_STRATEGIES = {"letter": frozenset({"letter"}), "finance": frozenset({"transcript", "release", "press", "slides"})}
+#: Measured everywhere although it takes only solicitations: its chunker splits any text, and its figures on
+#: the shared corpora compare it with the other splitters (letter's and finance's chunkers refuse other text).
+EVERY_CORPUS = frozenset({"section"})
 RECURSIVE_SIZES = (200, 400, 800)
 PER_QUESTION = "_per_question"
 TEXT_SUFFIXES = (".md", ".txt", ".markdown", ".text")
@@ -771,9 +774,10 @@ def evaluate(
 
 
 def _applies(name: str, eval_set: EvalSet) -> bool:
-    """letter/finance only when every corpus is of their document type."""
-    types = TYPED_STRATEGIES.get(name)
-    if types is None:
+    """A strategy whose declaration takes only some document types (letter, finance) only when every corpus
+    is of one of them."""
+    types = strategy(name).doc_types()
+    if "generic" in types or name in EVERY_CORPUS:
         return True
     return all(str(_document(eval_set, cid).doc_type) in types for cid in eval_set.corpora)
 

@@ -34,15 +34,7 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
     doc_type = str(doc.doc_type)
     if options is not None and not options.takes(doc_type):
         return f"{chunker.name} takes {', '.join(options.doc_types)}, not {doc_type}{_how_typed(doc)}"
-    if chunker.name == "section" and doc_type == "solicitation":
-        from streams.core.chunkers.section import file_filter_decision
-
-        include = getattr(options, "include_keywords", None)
-        exclude = getattr(options, "exclude_keywords", None)
-        allowed, why = file_filter_decision(doc.document_name, doc.text, include, exclude)
-        if not allowed:  # seed 002's file filter: an addendum's cover sheet is not a solicitation's text
-            return f"seed 002's file filter: {doc.document_name!r} {why}"
-    return ""
+    return chunker.refuses(doc)
 
 
 def _how_typed(doc: AssembledDocument) -> str:

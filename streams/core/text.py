@@ -34,7 +34,7 @@ _ABBREVIATIONS = frozenset(
 
 # --- patterns several chunkers share -------------------------------------------------------------
 # Only patterns that match the same for every user are here; look-alikes that differ (list markers,
-# page numbers, numeric cells, the Markdown heading of hybrid_blocks) stay with their chunker.
+# page numbers, numeric cells, the Markdown heading of hybrid.blocks) stay with their chunker.
 
 #: Two or more ASCII letters: a word worth counting, figures and initials aside.
 LETTER_WORD = re.compile(r"[A-Za-z]{2,}")

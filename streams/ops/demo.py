@@ -11,7 +11,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from streams.core.chunkers import available_strategies
+from streams.core.chunkers import DEMO_STRATEGIES, available_strategies
 from streams.ingest.files import page_events
 from streams.ops.embedded import ServiceError
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages, sample_paths
@@ -19,7 +19,8 @@ from streams.runtime.procs import group_cpu_s
 from streams.settings import Settings
 
 #: Strategies the demo runs by default: all that are built and need no model download.
-DEFAULT_DEMO = ["window", "letter", "finance", "section", "hybrid", "semantic", "cluster"]
+#: What the demo runs: every registered strategy its declaration does not keep out (a live view).
+DEFAULT_DEMO = DEMO_STRATEGIES
 
 LOG_EVERY_S = 5.0  # without a terminal: one plain line at most this often
 

@@ -313,8 +313,7 @@ def _document_view(data: ConsoleData, doc_id: str, params: Any) -> dict[str, Any
 
 
 def _try_context(settings: Settings, fields: dict[str, str] | None = None) -> dict[str, Any]:
-    from streams.core.chunkers import available_strategies
-    from streams.core.options import OPTIONS
+    from streams.core.chunkers import OPTIONS, available_strategies
 
     fields = fields or {}
     forms = []

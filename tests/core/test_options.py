@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, get_chunker
+from streams.core.chunkers import EMBEDDING_STRATEGIES, OPTIONS, STRATEGIES, describe, get_chunker, make_options
 from streams.core.document import assemble
 from streams.core.events import DocType
-from streams.core.options import OPTIONS, OptionsError, describe, make_options
+from streams.core.options import OptionsError
 from streams.core.records import build_records
 from streams.core.versions import decide
 from streams.ingest.files import page_events

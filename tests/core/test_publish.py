@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from streams.codec.avro import AvroCodec
-from streams.core.chunkers import get_chunker
+from streams.core.chunkers import get_chunker, make_options
 from streams.core.doctype import given_type
 from streams.core.document import assemble
 from streams.core.events import NOT_APPLICABLE, DocType, DocumentManifest
-from streams.core.options import DOC_TYPES, OptionsError, make_options
+from streams.core.options import DOC_TYPES, OptionsError
 from streams.core.publish import publish
 from streams.core.records import build_records, skipped_manifest
 from tests.conftest import make_pages

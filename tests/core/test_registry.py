@@ -1,46 +1,69 @@
-"""Each strategy is declared where its class is: the class's `name` registers it, its module is
-`streams.core.chunkers.<name>`, and a clash or an undeclared strategy fails at class definition."""
+"""The strategy registry: each strategy is one declaration (`Strategy`) in its own package, and a mistake in
+one is refused when the registry reads it, not when a document reaches the chunker."""
 
 from __future__ import annotations
 
-import re
+from typing import ClassVar
 
 import pytest
 
-from streams.core.chunkers import STRATEGIES, UnknownStrategy, get_chunker, strategy_class, strategy_module
-from streams.core.chunkers.base import Chunker, registered
+from streams.core.chunkers import (
+    BUILT_IN,
+    EMBEDDING_STRATEGIES,
+    OPTIONS,
+    STRATEGIES,
+    UnknownStrategy,
+    get_chunker,
+    strategy,
+)
+from streams.core.chunkers.base import Chunker, Strategy
+from streams.core.chunkers.window import WindowChunker, WindowOptions
+from streams.core.options import StrategyOptions
 
 
 @pytest.mark.parametrize("name", STRATEGIES)
-def test_each_strategy_registers_under_its_own_module(name: str) -> None:
-    cls = strategy_class(name)
-    assert cls.name == name and registered(name) is cls
-    assert cls.__module__ == strategy_module(name) or cls.__module__.startswith(strategy_module(name) + ".")
+def test_each_strategy_is_declared_in_its_own_package(name: str) -> None:
+    declared = strategy(name)
+    cls = declared.chunker_class()
+    assert cls.name == name and cls.options_model is declared.options is OPTIONS[name]
+    home = f"streams.core.chunkers.{name}"
+    assert cls.__module__ == home or cls.__module__.startswith(home + ".")
+    assert declared.options.__module__ == home or declared.options.__module__.startswith(home + ".")
 
 
-def test_a_second_class_for_a_registered_name_is_refused() -> None:
-    strategy_class("window")
-    with pytest.raises(TypeError, match=re.escape("'window' is already streams.core.chunkers.window.WindowChunker")):
-
-        class Impostor(Chunker):
-            name = "window"
-
-            def chunk(self, doc):  # type: ignore[no-untyped-def]
-                return []
-
-    assert registered("window").__name__ == "WindowChunker"
+def test_the_views_follow_the_declarations() -> None:
+    assert list(STRATEGIES) == list(BUILT_IN)
+    assert list(EMBEDDING_STRATEGIES) == [n for n in STRATEGIES if strategy(n).embeds] == ["semantic", "cluster"]
+    assert strategy("cluster").embed_order == "descending" and strategy("semantic").embed_order == "ascending"
+    assert strategy("letter").doc_types() == ("letter",) and "generic" in strategy("window").doc_types()
 
 
-def test_a_strategy_without_declared_options_is_refused() -> None:
-    with pytest.raises(TypeError, match="'nonesuch' declares no options"):
+def test_a_declaration_whose_chunker_is_another_strategy_is_refused() -> None:
+    class OtherOptions(StrategyOptions):
+        strategy: ClassVar[str] = "other"
+        seed: ClassVar[str] = "-"
+        summary: ClassVar[str] = "-"
 
-        class Nonesuch(Chunker):
-            name = "nonesuch"
+    declared = Strategy("other", OtherOptions, "streams.core.chunkers.window:WindowChunker")
+    with pytest.raises(TypeError, match="no Chunker named 'other'"):
+        declared.chunker_class()
+    with pytest.raises(TypeError, match="options named 'window'"):
+        Strategy("other", WindowOptions, "streams.core.chunkers.window:WindowChunker")
 
-            def chunk(self, doc):  # type: ignore[no-untyped-def]
-                return []
 
-    assert registered("nonesuch") is None
+def test_a_chunker_with_other_options_than_its_declaration_is_refused() -> None:
+    class Stray(WindowChunker):
+        options_model = OPTIONS["section"]
+
+    import streams.core.chunkers.window as module
+
+    module.Stray = Stray  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(TypeError, match="takes other options than its declaration"):
+            Strategy("window", WindowOptions, "streams.core.chunkers.window:Stray").chunker_class()
+    finally:
+        del module.Stray  # type: ignore[attr-defined]
+    assert issubclass(Stray, Chunker)
 
 
 def test_an_unknown_name_is_one_line() -> None:

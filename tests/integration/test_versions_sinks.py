@@ -289,8 +289,8 @@ def test_replay_rechunks_with_new_lineage_and_no_duplicates(replayed: dict) -> N
 
 def test_replay_with_new_options_is_a_new_lineage_that_retires_the_old(retuned: dict) -> None:
     """Options are part of the lineage: new ids, a new chunker_version, the old lineage retired in both stores."""
+    from streams.core.chunkers import make_options
     from streams.core.chunkers.section import SectionChunker
-    from streams.core.options import make_options
 
     old = retuned["expected"][0] | retuned["expected"][1]
     tag = make_options(STRATEGY, RETUNE[STRATEGY]).lineage_tag()

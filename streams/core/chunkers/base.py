@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from streams.core.events import AssembledDocument
-from streams.core.options import FRAGMENT_TOKENS, OPTIONS, StrategyOptions, make_options
+from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.options import FRAGMENT_TOKENS, StrategyOptions, validate
 from streams.core.tokenizers import Tokenizer
 
-__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError", "registered"]
+__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError", "Limits", "Strategy", "Violation"]
 
 
 class ChunkingError(ValueError):
@@ -48,8 +49,7 @@ class ChunkDraft:
 class Chunker(ABC):
     """A strategy. Subclasses set `name`, `version` and the Avro record name of their metadata.
 
-    A subclass that sets `name` registers itself as that strategy (`registered`), so a strategy is declared
-    where its class is; its module is `streams.core.chunkers.<name>`, imported only when asked for.
+    A strategy is declared once, by the `Strategy` its package exports (`streams.core.chunkers` finds it).
 
     `lineage` is '' for the seed's default options and a fingerprint of the changed ones otherwise
     (`take_options` sets it from the options, and appends it to `version`): it is part of every chunk id,
@@ -59,25 +59,14 @@ class Chunker(ABC):
     name: ClassVar[str]
     version: str
     metadata_record: ClassVar[str]
+    options_model: ClassVar[type[StrategyOptions]]  # its options, declared in its package
     lineage: str = ""
     options: Any = None  # the StrategyOptions it was built with (`take_options`)
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        name = cls.__dict__.get("name")
-        if name is None:  # a shared base (the sentence-embedding strategies'), not a strategy
-            return
-        if name not in OPTIONS:
-            raise TypeError(f"{cls.__qualname__}: strategy {name!r} declares no options in streams.core.options")
-        taken = _REGISTERED.get(name)
-        if taken is not None and (taken.__module__, taken.__qualname__) != (cls.__module__, cls.__qualname__):
-            raise TypeError(f"{cls.__qualname__}: strategy {name!r} is already {taken.__module__}.{taken.__qualname__}")
-        _REGISTERED[name] = cls
-
     def take_options(self, options: Mapping[str, Any]) -> StrategyOptions:
-        """Validate this strategy's options against their one declaration (streams.core.options: defaults,
+        """Validate this strategy's options against their one declaration (`options_model`: defaults,
         ranges, cross-checks; a bad value is `OptionsError` naming it) and derive lineage and version."""
-        self.options = make_options(self.name, dict(options))
+        self.options = validate(self.options_model, options)
         self.lineage = self.options.lineage_tag()
         self.version = self.options.versioned(type(self).version)
         return self.options
@@ -90,15 +79,88 @@ class Chunker(ABC):
         its group: a missing model then stops the worker with one line instead of dead-lettering every
         document, and the first document's latency is its own."""
 
+    def refuses(self, doc: AssembledDocument) -> str:
+        """Why this strategy skips `doc` although it takes its type ("" when it takes it): a strategy's own
+        gate beyond `doc_types`, such as section's file filter. Skipped, never dead-lettered."""
+        return ""
+
     @abstractmethod
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         """Return drafts in reading order. Must be deterministic: no clock, no randomness, no I/O."""
 
 
-#: Strategy name -> its class, filled as strategy modules are imported (`Chunker.__init_subclass__`).
-_REGISTERED: dict[str, type[Chunker]] = {}
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The size rules a strategy's specification sets, which conformance checks: `max` is hard, `min` a
+    target that a merge must honour."""
+
+    max_tokens: int | None = None
+    min_tokens: int | None = None
+    max_words: int | None = None
+    overlapping: bool = False  # windows overlap by design; everyone else tiles the text
+    # Units a strategy never splits (a Q&A pair, a table, a slide) may pass the maximum; they and a speaker's
+    # whole turn (never merged across a speaker change) may be short.
+    whole_units: frozenset[str] = frozenset()
+    verbatim: bool = True  # a chunk's text is the document's text at its range unless its draft says otherwise
 
 
-def registered(name: str) -> type[Chunker] | None:
-    """The class registered as `name`, if its module has been imported."""
-    return _REGISTERED.get(name)
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One rule a strategy's output breaks: `position` is the chunk's, -1 for the document as a whole."""
+
+    rule: str
+    position: int
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "position": self.position, "detail": self.detail}
+
+
+def no_limits(options: Mapping[str, Any]) -> Limits:
+    return Limits()
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A chunking strategy, declared once in its own package: its options model (defaults = its
+    specification's values; the document types it takes are its `doc_types` option), its chunker, whether it
+    embeds sentences, and its conformance rules. Settings, the CLI, the demo, the audit, the docs and
+    conformance all read this declaration (`streams.core.chunkers`, the registry), so a new strategy is one
+    package and nothing else."""
+
+    name: str
+    options: type[StrategyOptions]
+    # "module:Class", imported when the strategy is first built: a worker imports only what it runs (docling).
+    chunker: str
+    embeds: bool = False  # takes an `embedder` (sentence embeddings)
+    # Through a shared embedding store two strategies reading the same document embed it from opposite ends.
+    embed_order: Literal["ascending", "descending"] = "ascending"
+    limits: Callable[[Mapping[str, Any]], Limits] = no_limits  # its size rules, from its chunker options
+    # Its own rules beyond the sizes, on one document's records (counted with their tokenizer).
+    rules: Callable[[Sequence[ChunkRecord], Tokenizer], list[Violation]] | None = None
+    in_demo: bool = True
+
+    def __post_init__(self) -> None:
+        if self.options.strategy != self.name or ":" not in self.chunker:
+            raise TypeError(
+                f"strategy {self.name!r}: options named {self.options.strategy!r}, chunker {self.chunker!r}"
+            )
+
+    def doc_types(self) -> tuple[str, ...]:
+        """The document types it takes by default (its options' `doc_types`)."""
+        return tuple(self.options().doc_types)
+
+    def chunker_class(self) -> type[Chunker]:
+        """Its chunker, imported now if it was not yet."""
+        module, _, attribute = self.chunker.partition(":")
+        cls = getattr(importlib.import_module(module), attribute)
+        if not (isinstance(cls, type) and issubclass(cls, Chunker)) or cls.name != self.name:
+            raise TypeError(f"strategy {self.name!r}: {self.chunker} is no Chunker named {self.name!r}")
+        if cls.options_model is not self.options:
+            raise TypeError(f"strategy {self.name!r}: {self.chunker} takes other options than its declaration")
+        return cls
+
+
+def token_limits(options: Mapping[str, Any]) -> Limits:
+    """The common size rules: at most `max_tokens`, at least `min_tokens` where a merge can reach it."""
+    return Limits(max_tokens=options["max_tokens"], min_tokens=options["min_tokens"])

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
+from streams.core.chunkers.base import Strategy, token_limits
 from streams.core.chunkers.semantic import (
     ROUND,
     _count_many,
@@ -20,8 +23,54 @@ from streams.core.chunkers.semantic import (
     _round,
     _SentenceEmbeddingChunker,
 )
-from streams.core.options import ClusterOptions
+from streams.core.options import StrategyOptions
 from streams.core.text import Span
+
+
+class ClusterOptions(StrategyOptions):
+    strategy: ClassVar[str] = "cluster"
+    seed: ClassVar[str] = "004"
+    summary: ClassVar[str] = "adjacent sentences cluster while their mean similarity holds"
+
+    threshold: float = Field(0.75, ge=-1.0, le=1.0, description="cosine similarity a sentence needs to join")
+    min_tokens: int = Field(40, ge=0, le=100_000, description="smaller clusters join a neighbour")
+    max_tokens: int = Field(250, ge=8, le=100_000, description="larger clusters are split")
+    merge_threshold: float | None = Field(
+        0.7,
+        ge=-1.0,
+        le=1.0,
+        description="neighbouring clusters whose centroids are this alike join while they fit (none: never)",
+    )
+    target_tokens: int | None = Field(
+        100,
+        ge=8,
+        le=100_000,
+        description="the chunk size cluster aims at whatever the text: cut above 1.5x, merge alike up to 1.25x, "
+        "join below 0.5x (none: merge alike up to max_tokens); by default within min_tokens..max_tokens",
+    )
+    segmentation: Literal["threshold", "optimal"] = Field(
+        "threshold",
+        description="threshold: grow a cluster while the next sentence's mean similarity holds; optimal: the "
+        "split into runs of at most max_tokens that maximises similarity inside runs (threshold unused)",
+    )
+
+    @field_validator("merge_threshold", "target_tokens", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        """`none` from the environment or a config file turns the second stage (or the target) off."""
+        return None if isinstance(value, str) and value.strip().lower() in {"none", "null", "off"} else value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ClusterOptions:
+        self._not_above("min_tokens", "max_tokens")
+        if self.target_tokens is not None and "target_tokens" not in self.model_fields_set:
+            # The default target within the bounds set (max_tokens 60 means chunks of at most 60).
+            clamped = min(max(self.target_tokens, self.min_tokens), self.max_tokens)
+            object.__setattr__(self, "target_tokens", clamped)
+        if self.target_tokens is not None:
+            self._not_above("min_tokens", "target_tokens")
+            self._not_above("target_tokens", "max_tokens")
+        return self
 
 
 class ClusterChunker(_SentenceEmbeddingChunker):
@@ -33,6 +82,7 @@ class ClusterChunker(_SentenceEmbeddingChunker):
     heading_context = True
     strategy_label = "similarity_cluster"
     merge_within_blocks = True
+    options_model = ClusterOptions
     options: ClusterOptions
 
     @property
@@ -256,3 +306,13 @@ def optimal_groups(vectors: np.ndarray, tokens: Sequence[int], max_tokens: int) 
 
 
 __all__ = ["ClusterChunker", "cut_to_size", "join_crumbs", "merge_alike", "optimal_groups"]
+
+
+STRATEGY = Strategy(
+    "cluster",
+    ClusterOptions,
+    f"{__name__}:ClusterChunker",
+    embeds=True,
+    embed_order="descending",  # semantic embeds a shared document from its start, cluster from its end
+    limits=token_limits,
+)

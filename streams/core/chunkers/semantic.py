@@ -14,14 +14,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import numpy as np
+from pydantic import Field, model_validator
 
-from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
+from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError, Strategy, token_limits
 from streams.core.embedding import Embedder, EmbeddingUnavailable
 from streams.core.events import AssembledDocument
-from streams.core.options import BREAKPOINT_DEFAULTS, ClusterOptions, SemanticOptions
+from streams.core.options import StrategyOptions
 from streams.core.text import (
     WORD,
     Span,
@@ -36,6 +37,60 @@ from streams.core.text import (
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
+
+if TYPE_CHECKING:
+    from streams.core.chunkers.cluster import ClusterOptions
+
+BREAKPOINT_DEFAULTS: dict[str, float] = {
+    # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
+    "percentile": 75.0,  # break above the 75th percentile of distance = below the 25th of similarity
+    "standard_deviation": 3.0,  # mean + 3 std
+    "interquartile": 1.5,  # mean + 1.5 IQR
+    "gradient": 95.0,  # 95th percentile of the distance gradient
+}
+
+
+class SemanticOptions(StrategyOptions):
+    strategy: ClassVar[str] = "semantic"
+    seed: ClassVar[str] = "004"
+    summary: ClassVar[str] = "breaks where neighbouring sentences' embeddings drift apart"
+
+    breakpoint_type: Literal["percentile", "standard_deviation", "interquartile", "gradient"] = Field(
+        "percentile", description="how the break threshold is derived from neighbour distances"
+    )
+    threshold_amount: float | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="percentile (0-100) or multiplier for the breakpoint type (default: the type's own)",
+    )
+    buffer_size: int = Field(1, ge=0, le=32, description="sentences either side averaged into each sentence")
+    paragraph_weight: float = Field(
+        0.15, ge=0.0, le=1.0, description="added to the distance where a blank line separates two sentences"
+    )
+    local_window: int = Field(
+        10,
+        ge=0,
+        le=1000,
+        description="in a document without blank lines, each distance less the mean of this many distances "
+        "either side before the threshold (0: never)",
+    )
+    min_tokens: int = Field(100, ge=0, le=100_000, description="smaller groups join a neighbour")
+    max_tokens: int = Field(400, ge=8, le=100_000, description="larger groups are split")
+    size_weight: float = Field(
+        2.0,
+        ge=0.0,
+        le=100.0,
+        description="in a document without blank lines, the cuts are chosen again to weigh each break's "
+        "distance against how far each chunk's tokens stray from the document's mean chunk (0: never)",
+    )
+
+    @model_validator(mode="after")
+    def _resolved(self) -> SemanticOptions:
+        if self.threshold_amount is None:
+            object.__setattr__(self, "threshold_amount", BREAKPOINT_DEFAULTS[self.breakpoint_type])
+        self._not_above("min_tokens", "max_tokens")
+        return self
 
 
 @dataclass
@@ -70,7 +125,7 @@ class _SentenceEmbeddingChunker(Chunker):
         """Options by the strategy's model (SemanticOptions, ClusterOptions): defaults, ranges and checks are
         the model's, declared once. The embedder is injected by the caller, never an option."""
         super().__init__(tokenizer)
-        self.options = cast(SemanticOptions | ClusterOptions, self.take_options(options))
+        self.options = cast("SemanticOptions | ClusterOptions", self.take_options(options))
         self._embedder = embedder
         self._model_path = model_path
 
@@ -315,6 +370,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
     # (docs/benchmarks.md, Retrieval quality).
     merge_within_blocks = True
     strategy_label = "semantic_percentile"
+    options_model = SemanticOptions
     options: SemanticOptions
 
     @property
@@ -561,4 +617,6 @@ def _window_means(vectors: np.ndarray, buffer_size: int) -> np.ndarray:
     return sums / norms
 
 
-__all__ = ["BREAKPOINT_DEFAULTS", "SemanticChunker"]
+STRATEGY = Strategy("semantic", SemanticOptions, f"{__name__}:SemanticChunker", embeds=True, limits=token_limits)
+
+__all__ = ["BREAKPOINT_DEFAULTS", "STRATEGY", "SemanticChunker", "SemanticOptions"]

@@ -2,20 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
 
-from streams.core.chunkers.base import ChunkDraft, Chunker
+from pydantic import Field, model_validator
+
+from streams.core.chunkers.base import ChunkDraft, Chunker, Limits, Strategy
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
-from streams.core.options import WindowOptions
+from streams.core.options import StrategyOptions, require
 from streams.core.text import WORD
 from streams.core.tokenizers import Tokenizer
+
+
+class WindowOptions(StrategyOptions):
+    strategy: ClassVar[str] = "window"
+    seed: ClassVar[str] = "003"
+    summary: ClassVar[str] = "fixed word windows with overlap"
+
+    chunk_size_words: int = Field(250, ge=1, le=100_000, description="words per chunk")
+    chunk_overlap_words: int = Field(50, ge=0, le=100_000, description="words shared with the previous chunk")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> WindowOptions:
+        require(
+            self.chunk_overlap_words < self.chunk_size_words,
+            f"chunk_overlap_words ({self.chunk_overlap_words}) must be below "
+            f"chunk_size_words ({self.chunk_size_words})",
+        )
+        return self
 
 
 class WindowChunker(Chunker):
     name = "window"
     version = "1.0.0"
     metadata_record = "streams.meta.WindowMetadata"
+    options_model = WindowOptions
     options: WindowOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
@@ -60,3 +82,10 @@ class WindowChunker(Chunker):
             if last == len(spans) - 1:
                 break
         return drafts
+
+
+def _limits(options: Mapping[str, Any]) -> Limits:
+    return Limits(max_words=options["chunk_size_words"], overlapping=True)
+
+
+STRATEGY = Strategy("window", WindowOptions, f"{__name__}:WindowChunker", limits=_limits)

@@ -60,7 +60,8 @@ def test_two_topics_split_where_they_meet() -> None:
 
 
 def test_an_option_of_the_strategy() -> None:
-    from streams.core.options import OptionsError, make_options
+    from streams.core.chunkers import make_options
+    from streams.core.options import OptionsError
 
     assert make_options("cluster", {"segmentation": "optimal"}).lineage_tag()
     assert make_options("cluster", {}).segmentation == "threshold"

@@ -104,7 +104,8 @@ def test_chunks_keep_near_the_target_on_homogeneous_text_in_any_shape(shape: str
 
 
 def test_the_default_target_keeps_within_the_bounds_set_and_an_explicit_one_is_checked() -> None:
-    from streams.core.options import OptionsError, make_options
+    from streams.core.chunkers import make_options
+    from streams.core.options import OptionsError
 
     assert make_options("cluster", {}).target_tokens == 100
     assert make_options("cluster", {"max_tokens": 60}).target_tokens == 60

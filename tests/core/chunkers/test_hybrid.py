@@ -11,14 +11,14 @@ from docling_core.transforms.chunker.tokenizer.openai import OpenAITokenizer
 from streams.codec.avro import AvroCodec
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.base import ChunkDraft, ChunkingError
-from streams.core.chunkers.hybrid import (
+from streams.core.chunkers.hybrid.blocks import parse_blocks
+from streams.core.chunkers.hybrid.chunker import (
     ChunkContext,
     HybridChunker,
     contextualize_chunk,
     create_chunker,
     validate_chunk,
 )
-from streams.core.chunkers.hybrid_blocks import parse_blocks
 from streams.core.chunkers.window import WindowChunker
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, ChunkRecord, Element, PageEvent

@@ -15,7 +15,7 @@ import pytest
 
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.base import ChunkDraft
-from streams.core.chunkers.hybrid_blocks import parse_blocks
+from streams.core.chunkers.hybrid.blocks import parse_blocks
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument
 from streams.core.records import TABLE_CONTENT_TYPES

@@ -15,8 +15,8 @@ import pytest
 
 from streams.core.chunkers import get_chunker
 from streams.core.chunkers.letter import LetterChunker, seed_objects, validate_summary
+from streams.core.chunkers.letter.conformance import check_letter
 from streams.core.chunkers.letter.summary import Facts, compose, subject
-from streams.core.conformance.letter import check_letter
 from streams.core.document import assemble
 from streams.core.events import PageEvent
 from streams.core.records import build_records

@@ -1,5 +1,6 @@
 """Strategy `letter` on letters it has never seen: every layout variant of every letter gets chunks (no
-refusal) and breaks no rule of seed 000, as judged by an independent checker (`streams.core.conformance.letter`)."""
+refusal) and breaks no rule of seed 000, as judged by an independent checker
+(`streams.core.chunkers.letter.conformance`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from streams.core.chunkers import ChunkingError, get_chunker
 from streams.core.chunkers.letter import LetterChunker, seed_objects
-from streams.core.conformance.letter import check_letter
+from streams.core.chunkers.letter.conformance import check_letter
 from streams.core.records import build_records
 from streams.core.tokenizers import get_tokenizer
 from tests.core.chunkers import letter_variants as lv

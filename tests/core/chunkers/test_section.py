@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams.codec.avro import AvroCodec
-from streams.core.chunkers import get_chunker
+from streams.core.chunkers import get_chunker, make_options
 from streams.core.chunkers.section import (
     DEFAULT_INCLUDE,
     SECTION_TYPES,
@@ -25,7 +25,6 @@ from streams.core.chunkers.section import (
 from streams.core.chunkers.section.keywords import _KEYWORD_LITERALS
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
-from streams.core.options import make_options
 from streams.core.records import build_records
 from streams.core.text import paragraph_spans, sentence_spans
 from streams.core.tokenizers import get_tokenizer

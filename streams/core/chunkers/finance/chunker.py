@@ -45,6 +45,7 @@ from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.finance.blocks import Block, Context, Table, turn_body
 from streams.core.chunkers.finance.dates import published_date, quarter_year
 from streams.core.chunkers.finance.elements import element_blocks, element_table, locate
+from streams.core.chunkers.finance.options import FinanceOptions
 from streams.core.chunkers.finance.pages import clean_text, dropped_lines, kept_lines
 from streams.core.chunkers.finance.release import BULLET, release_blocks
 from streams.core.chunkers.finance.transcript import (
@@ -56,7 +57,6 @@ from streams.core.chunkers.finance.transcript import (
 )
 from streams.core.document import page_text_ranges, pages_for_range
 from streams.core.events import AssembledDocument
-from streams.core.options import FinanceOptions
 from streams.core.records import normalized_text
 from streams.core.text import Span, pack_spans, sentence_spans, trim_span, word_spans
 from streams.core.tokenizers import Tokenizer
@@ -74,6 +74,7 @@ class FinanceChunker(Chunker):
     name = "finance"
     version = "1.0.1"
     metadata_record = "streams.meta.FinanceMetadata"
+    options_model = FinanceOptions
     options: FinanceOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:

@@ -23,11 +23,11 @@ from streams.core.chunkers.letter.drafts import drafts
 from streams.core.chunkers.letter.gate import seed_object
 from streams.core.chunkers.letter.measure import Tiers, Tokens
 from streams.core.chunkers.letter.merge import merge, repair
+from streams.core.chunkers.letter.options import LetterOptions
 from streams.core.chunkers.letter.pieces import pieces
 from streams.core.chunkers.letter.sections import sections
 from streams.core.chunkers.letter.tables import table_chunks
 from streams.core.events import AssembledDocument, ChunkRecord
-from streams.core.options import LetterOptions
 from streams.core.tokenizers import Tokenizer
 
 
@@ -35,6 +35,7 @@ class LetterChunker(Chunker):
     name: ClassVar[str] = "letter"
     version: str = "1.1.1"  # plus the lineage tag, per instance, when options differ from the seed's
     metadata_record: ClassVar[str] = "streams.meta.LetterMetadata"
+    options_model = LetterOptions
     options: LetterOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:

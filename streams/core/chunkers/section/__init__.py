@@ -19,16 +19,23 @@ Stages: `headings` (phase 1's detection), `keywords` (section types and the requ
 (`file_filter_decision`), a pure function the publisher applies per document.
 """
 
+from streams.core.chunkers.base import Strategy, token_limits
 from streams.core.chunkers.section.chunker import SectionChunker
+from streams.core.chunkers.section.conformance import rules
 from streams.core.chunkers.section.filter import DEFAULT_EXCLUDE, DEFAULT_INCLUDE, file_filter_decision
 from streams.core.chunkers.section.headings import detect_heading, find_headings
 from streams.core.chunkers.section.keywords import SECTION_TYPES, classify_section
+from streams.core.chunkers.section.options import SectionOptions
+
+STRATEGY = Strategy("section", SectionOptions, f"{__name__}.chunker:SectionChunker", limits=token_limits, rules=rules)
 
 __all__ = [
     "DEFAULT_EXCLUDE",
     "DEFAULT_INCLUDE",
     "SECTION_TYPES",
+    "STRATEGY",
     "SectionChunker",
+    "SectionOptions",
     "classify_section",
     "detect_heading",
     "file_filter_decision",

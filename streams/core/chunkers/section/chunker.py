@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
+from streams.core.chunkers.section.filter import file_filter_decision
 from streams.core.chunkers.section.headings import _Heading, _is_tabular, find_headings
 from streams.core.chunkers.section.keywords import (
     _PRICING,
@@ -18,8 +19,8 @@ from streams.core.chunkers.section.keywords import (
     SECTION_TYPES,
     _Keywords,
 )
+from streams.core.chunkers.section.options import SectionOptions
 from streams.core.events import AssembledDocument
-from streams.core.options import SectionOptions
 from streams.core.text import (
     Span,
     line_spans,
@@ -136,12 +137,24 @@ class SectionChunker(Chunker):
     name = "section"
     version = "1.1.1"
     metadata_record = "streams.meta.SectionMetadata"
+    options_model = SectionOptions
     options: SectionOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
         """Options by SectionOptions' names: defaults, ranges and checks are the model's, declared once."""
         super().__init__(tokenizer)
         self.options = cast(SectionOptions, self.take_options(options))
+
+    def refuses(self, doc: AssembledDocument) -> str:
+        """The specification's file filter on a solicitation: an addendum's cover sheet or a blank form is
+        not a solicitation's text (skipped, with the filter's reason)."""
+        if str(doc.doc_type) != "solicitation":
+            return ""
+        options = self.options
+        allowed, why = file_filter_decision(
+            doc.document_name, doc.text, options.include_keywords, options.exclude_keywords
+        )
+        return "" if allowed else f"seed 002's file filter: {doc.document_name!r} {why}"
 
     def chunk(self, doc: AssembledDocument) -> list[ChunkDraft]:
         text = doc.text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from streams.core.options import FILTER_EXCLUDE, FILTER_INCLUDE
+from streams.core.chunkers.section.options import FILTER_EXCLUDE, FILTER_INCLUDE
 
 #: The seed's lists are `section` options (`include_keywords`, `exclude_keywords`); these are their defaults.
 DEFAULT_INCLUDE = FILTER_INCLUDE

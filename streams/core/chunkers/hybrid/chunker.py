@@ -29,10 +29,10 @@ from docling_core.types.doc import (
 from pydantic import PrivateAttr
 
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
-from streams.core.chunkers.hybrid_blocks import Block, parse_blocks
+from streams.core.chunkers.hybrid import HybridOptions
+from streams.core.chunkers.hybrid.blocks import Block, parse_blocks
 from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
-from streams.core.options import HybridOptions
 from streams.core.text import block_sentence_spans, pack_units_exact, split_span_by_tokens, trim_span
 from streams.core.tokenizers import Tokenizer, tiktoken_encoding
 
@@ -227,6 +227,7 @@ class HybridChunker(Chunker):
     name = "hybrid"
     version = "1.1.4"
     metadata_record = "streams.meta.HybridMetadata"
+    options_model = HybridOptions
     options: HybridOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:

@@ -12,6 +12,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from streams.core.chunkers.base import Violation
+from streams.core.chunkers.letter.chunker import seed_objects
+from streams.core.events import ChunkRecord
+from streams.core.tokenizers import Tokenizer
+
 Problem = tuple[str, str, str]
 
 KEYS = {"chunk_id", "content", "metadata"}
@@ -228,3 +233,12 @@ def _same_list(last: str, first: str) -> bool:
     if len(a) == 1 and len(b) == 1 and a.isalpha() and b.isalpha():
         return ord(b) == ord(a) + 1
     return a == b and not a.isalnum() and not a.startswith("*")  # "*" marks footnotes, not a list
+
+
+def rules(records: Sequence[ChunkRecord], tokenizer: Tokenizer) -> list[Violation]:
+    """Every letter rule the records of one document break, each at the chunk it names."""
+    ids = {r.metadata.get("seed_chunk_id"): r.position for r in records}
+    return [
+        Violation(rule, ids.get(cid, -1), f"{cid}: {detail}")
+        for rule, cid, detail in check_letter(seed_objects(list(records)), tokenizer.count)
+    ]
