@@ -424,7 +424,7 @@ def inline_headings(text: str, lines: Sequence[tuple[int, int, str]] = ()) -> li
 
     Why: with its line breaks collapsed, a collection of wiki articles, or a contract converted to
     Markdown, loses the titles that tell one section's chunks from another's, and retrieval falls to what
-    a splitter without them gets (docs/benchmarks.md, Inline headings)."""
+    a splitter without them gets (docs/benchmarks.md, Retrieval quality)."""
     if "=" not in text and "#" not in text:
         return []
     # The heading lines' spans, to leave out a match on one (bisected: a long line may hold many matches).
