@@ -29,7 +29,7 @@ from streams.core.options import OptionsError
 from streams.core.publish import publish
 
 if TYPE_CHECKING:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
 
 
 class NotApplicable(ValueError):
@@ -109,7 +109,7 @@ def _chunker(strategy: str, options_json: str, embedder: Embedder | None) -> Chu
         raise OptionsError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     options = make_options(strategy, json.loads(options_json))
     if strategy in EMBEDDING_STRATEGIES and embedder is None:
-        from streams.embedstore import get_embedder
+        from streams.embedding.stores import get_embedder
         from streams.strategies import SENTENCE_UNITS
 
         embedder = get_embedder(long_texts=SENTENCE_UNITS)

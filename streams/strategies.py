@@ -34,7 +34,7 @@ def build_chunker(
     """A chunker as the settings configure it; the embedding strategies get this process's embedder."""
     options = options_for(settings, strategy, overrides)
     if strategy in EMBEDDING_STRATEGIES and embedder is None:
-        from streams.embedstore import embedder_for
+        from streams.embedding.stores import embedder_for
 
         embedder = embedder_for(settings, long_texts=SENTENCE_UNITS)
     return get_chunker(strategy, options, tokenizer=get_tokenizer(settings.tokenizer), embedder=embedder)

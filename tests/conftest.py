@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.core.embedding import Embedder
 from streams.core.events import PageEvent
+from streams.embedding.model import Embedder
 from streams.ops.processes import EmbeddedProcess
 from tests.buses import BUSES
 from tests.debian import ensure
@@ -67,7 +67,7 @@ def strategy_chunker(strategy: str, **options: object):
 
     embedder = None
     if strategy in EMBEDDING_STRATEGIES:
-        from streams.embedstore import get_embedder
+        from streams.embedding.stores import get_embedder
         from streams.strategies import SENTENCE_UNITS
 
         embedder = get_embedder(long_texts=SENTENCE_UNITS)

@@ -62,7 +62,7 @@ def test_the_repository_speaks_of_the_project_only() -> None:
 
 def test_the_readmes_strategy_table_states_the_default_sizes() -> None:
     """The sizes a newcomer reads in the README are the options' defaults (docs/configuration.md has all)."""
-    from streams.core.options import make_options
+    from streams.core.chunkers import make_options
 
     rows = {
         line.split("|")[1].strip(" `"): line.split("|")[3] for line in README.splitlines() if line.startswith("| `")
@@ -82,3 +82,43 @@ def test_the_readmes_strategy_table_states_the_default_sizes() -> None:
     assert numbers(rows["semantic"]) == [o["semantic"].min_tokens, o["semantic"].max_tokens]
     cluster = o["cluster"]
     assert numbers(rows["cluster"]) == [cluster.target_tokens, cluster.target_tokens, cluster.max_tokens]
+
+
+BENCHMARKS = REPO / "docs" / "benchmarks.md"
+
+
+def test_the_benchmarks_page_is_a_reference_not_a_notebook() -> None:
+    """docs/benchmarks.md gives each benchmark's current figure (git keeps the studies behind it), so it is short."""
+    assert len(BENCHMARKS.read_text().splitlines()) <= 400
+    assert len((REPO / "docs" / "mutation.md").read_text().splitlines()) < 80
+
+
+def benchmark_citations() -> list[tuple[str, str]]:
+    """Every "docs/benchmarks.md, <section>" in the code, as (file:line, the section it names), comment markers and
+    line breaks inside a citation joined, quotes and backticks dropped."""
+    found = []
+    for path in sorted((REPO / "streams").rglob("*.py")):
+        text = path.read_text()
+        for match in re.finditer(r"benchmarks\.md,", text):
+            rest = re.sub(r"\s*\n\s*(?:#:?\s*)?", " ", text[match.end() : match.end() + 300]).strip()
+            quoted = re.match(r'"([^"]+)"', rest)
+            section = quoted.group(1) if quoted else re.split(r"[),;\"]", rest)[0]
+            where = f"{path.relative_to(REPO)}:{text.count(chr(10), 0, match.start()) + 1}"
+            found.append((where, section.replace("`", "").strip().rstrip(".").strip()))
+    return found
+
+
+def test_every_benchmarks_citation_in_the_code_names_a_section_of_the_page() -> None:
+    headings = [
+        line.lstrip("#").replace("`", "").strip().lower()
+        for line in BENCHMARKS.read_text().splitlines()
+        if line.startswith("#")
+    ]
+    citations = benchmark_citations()
+    assert len(citations) >= 30, "the citations are no longer found"
+    missing = [
+        f"{where}: {section!r}"
+        for where, section in citations
+        if not section or not any(heading.startswith(section.lower()) for heading in headings)
+    ]
+    assert not missing, f"these cite a section docs/benchmarks.md does not have: {missing}"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.core.embedding import Backend, Embedder, embedding_key
-from streams.embedstore import MongoEmbeddingStore, SqliteEmbeddingStore
+from streams.embedding.model import Backend, Embedder, embedding_key
+from streams.embedding.stores import MongoEmbeddingStore, SqliteEmbeddingStore
 from tests.conftest import HashEmbedder
 
 SENTENCES = [
@@ -170,7 +170,7 @@ def _settings(data_dir: Path, **fields: object):
 def test_embedders_of_different_settings_in_one_process_do_not_touch_each_other(tmp_path: Path) -> None:
     """Each is built from its own settings: building or using one changes nothing of another's (threads,
     long texts, batch order, store, caches), and the same inputs give back the very same embedder."""
-    from streams.embedstore import cache_stats, embedder_for
+    from streams.embedding.stores import cache_stats, embedder_for
 
     worker = embedder_for(_settings(tmp_path / "a", embed_threads=1, embed_long_chunks="mean"))
     other = embedder_for(_settings(tmp_path / "b", embed_threads=2, embed_long_chunks="truncate"))
@@ -200,7 +200,7 @@ def test_embedders_of_different_settings_in_one_process_do_not_touch_each_other(
 
 
 def test_an_embedder_without_settings_is_keyed_by_its_arguments_alone() -> None:
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
 
     default = get_embedder(long_texts="truncate")
     assert get_embedder(None, Backend(), "truncate", threads=0) is default

@@ -65,6 +65,17 @@ def test_sinks_do_not_import_operations() -> None:
     assert crossings("streams.sinks", forbidden=("streams.ops",)) == []
 
 
+def test_embedding_is_one_package_that_imports_nothing_above_it() -> None:
+    # the model, its graph, its sessions and the shared stores: below the sinks, the agents and operations
+    below = ("streams.core", "streams.embedding", "streams.settings", "streams.runtime")
+    assert crossings("streams.embedding", allowed=below) == []
+    assert not [m for m in GRAPH if any(word in m for word in ("embedstore", "onnx_model", "bert_graph"))]
+
+
+def test_the_runtime_does_not_import_the_sinks() -> None:
+    assert crossings("streams.runtime", forbidden=("streams.sinks", "streams.ops", "streams.agents")) == []
+
+
 @pytest.mark.parametrize("layer", sorted({m.split(".")[1] for m in GRAPH if m.count(".") >= 1} - {"bench"}))
 def test_nothing_in_the_product_imports_the_benchmarks(layer: str) -> None:
     assert crossings(f"streams.{layer}", forbidden=("streams.bench",)) == []

@@ -286,11 +286,11 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
     from streams.core.chunkers import ChunkingError
     from streams.core.chunkers import strategy as declared
-    from streams.core.embedding import EmbeddingUnavailable
     from streams.core.events import AssembledDocument, ChunkStatus
     from streams.core.publish import Published, publish
     from streams.core.records import manifest_for, skipped_manifest
     from streams.core.versions import decide, delete
+    from streams.embedding.model import EmbeddingUnavailable
     from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
     app = make_app(f"chunker-{strategy}", settings)
@@ -305,7 +305,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     gate: DeliveryGate = app.transport.delivery_gate
     embedder = None
     if declared(strategy).embeds:
-        from streams.embedstore import embedder_for
+        from streams.embedding.stores import embedder_for
 
         # semantic and cluster read every document at the same moment: through the shared store they
         # embed its sentences from opposite ends (their declared `embed_order`) and meet in the middle. The

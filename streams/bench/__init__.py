@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
     from streams.settings import Settings
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RAYON_NUM_THREADS")
@@ -85,7 +85,7 @@ def bench_settings() -> Settings:
 def kept_vectors(path: Path) -> Iterator[None]:
     """Inside the block the bench's embedders keep their vectors in the SQLite file `path` and read them
     back on the next run, so a re-run embeds only the texts it has not seen. Only where the figures are
-    scores, not speed: a vector is the same bytes cached or not (`streams.core.embedding`)."""
+    scores, not speed: a vector is the same bytes cached or not (`streams.embedding.model`)."""
     token = _kept_vectors.set(path.absolute())
     try:
         yield
@@ -98,7 +98,7 @@ def bench_embedder(long_texts: str | None = None, backend: str | None = None) ->
     with `backend` and `long_texts` overriding them, and no shared store: a measurement must embed what
     it measures (inside `kept_vectors`, the file it names). Equal arguments give the same embedder, so one
     measurement can clear another's cache."""
-    from streams.embedstore import embedder_for
+    from streams.embedding.stores import embedder_for
 
     settings = bench_settings()
     if backend is not None:

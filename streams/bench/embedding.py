@@ -55,7 +55,7 @@ def _sentences_and_chunks(docs: Sequence[list[PageEvent]]) -> tuple[list[str], d
 
 
 def forward_pass(sentences: list[str], pages: int, backends: Sequence[str], export_dir: Any) -> dict[str, Any]:
-    from streams.core.embedding import Backend, Embedder
+    from streams.embedding.model import Backend, Embedder
 
     figures: dict[str, Any] = {}
     reference: np.ndarray | None = None
@@ -149,8 +149,8 @@ def graph_figures(sentences: list[str], export_dir: Path, rounds: int = 5) -> di
 
     import onnxruntime as ort
 
-    from streams.core.embedding import default_model_path
-    from streams.core.onnx_model import OnnxSentenceModel, export
+    from streams.embedding.model import default_model_path
+    from streams.embedding.onnx import OnnxSentenceModel, export
 
     model_path = Path(default_model_path())
     config = json.loads((model_path / "config.json").read_text())

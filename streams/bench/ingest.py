@@ -219,7 +219,7 @@ class CountingEmbedder:
 
 def shared_embedder(settings: Any, threads: int) -> Any:
     """The vector sink's embedder as the settings build it (model, backend, long texts), on `threads`."""
-    from streams.core.embedding import Backend, Embedder
+    from streams.embedding.model import Backend, Embedder
 
     backend = Backend(settings.embed_backend, settings.onnx_dir)
     return Embedder(

@@ -62,7 +62,7 @@ def _median_s(rounds: int, runs: dict[str, Callable[[int], None]]) -> dict[str, 
 
 def run(paths: list[Path], mongo_url: str, rounds: int = 5, copies: int = 20) -> dict[str, Any]:
     from streams.codec.avro import AvroCodec
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink
     from streams.sinks.vectors import VectorSink

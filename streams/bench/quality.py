@@ -381,7 +381,7 @@ def recursive_at_corpus_means(eval_set: EvalSet, targets: dict[str, float]) -> t
 
 #: The sizes of the recursive split `semantic` is judged against, as factors of its mean tokens, corpus by
 #: corpus. Within 10% of one size, the split's recall on a corpus moves by up to 10 points with where its
-#: boundaries happen to fall (docs/benchmarks.md, "A family of sizes"); the family's per-question mean is what
+#: boundaries happen to fall (docs/benchmarks.md, Retrieval quality); the family's per-question mean is what
 #: "a recursive split of its own size" scores, without one size's luck.
 RECURSIVE_FAMILY = (0.9, 0.95, 1.0, 1.05, 1.1)
 
@@ -1153,7 +1153,7 @@ def run_quality(
     whole pool transformed at once, so retrieval is as hard as on the original."""
     from streams.bench import bench_embedder
     from streams.core.chunkers import STRATEGIES
-    from streams.embedstore import cache_stats
+    from streams.embedding.stores import cache_stats
 
     if k < 1:
         raise BenchError("--k must be at least 1")

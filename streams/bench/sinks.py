@@ -34,7 +34,7 @@ def version_records(issued: Path, amended: Path, strategy: str = "section") -> d
 
 
 def run(issued: Path, amended: Path, mongo_url: str) -> dict[str, Any]:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink, chunk_document
     from streams.sinks.vectors import VectorSink

@@ -515,7 +515,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
 
             stores.append(MongoSink.of(settings))
         elif name == "vectors":
-            from streams.embedstore import embedder_for
+            from streams.embedding.stores import embedder_for
             from streams.sinks.factory import vector_sink
 
             stores.append(vector_sink(settings, embedder_for(settings)))  # loads no model until asked to encode

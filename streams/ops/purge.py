@@ -80,7 +80,7 @@ def purge(
 ) -> Receipt:
     """Purge the documents `doc_ids` (the tenant's own ids with tenancy on), or, with none named, every
     document of `tenant`. The receipt is kept and returned."""
-    from streams.embedstore import open_store
+    from streams.embedding.stores import open_store
     from streams.sinks.factory import vector_target
     from streams.sinks.mongo import MongoSink
 

@@ -304,3 +304,16 @@ def record_limit(settings: Settings, topic_limit: int | None) -> int:
     the topic's limit by its envelope (page map, timestamps, the batch's header) when the two limits are
     equal; such a document is dead-lettered, as the producer or the broker would refuse it every time."""
     return min(settings.max_message_bytes, topic_limit) if topic_limit is not None else settings.max_message_bytes
+
+
+#: The longest one MongoDB request may wait for the store's answer (a batch's bulk write takes well under a
+#: second): a frozen store or a network dropping packets fails the request, which its writer retries and logs.
+SOCKET_TIMEOUT_MS = 120_000
+
+
+def client_options(url: str, timeout_ms: int) -> dict[str, int]:
+    """The timeouts a MongoClient of the project gets, save those its URL sets itself: pymongo lets keyword
+    arguments win over the URL, so `?serverSelectionTimeoutMS=500` in STREAMS_MONGO_URL was ignored."""
+    query = url.partition("?")[2].lower()
+    chosen = {"serverSelectionTimeoutMS": timeout_ms, "socketTimeoutMS": SOCKET_TIMEOUT_MS}
+    return {key: value for key, value in chosen.items() if f"{key.lower()}=" not in query}

@@ -22,6 +22,7 @@ from typing import Any
 from streams.codec.avro import AvroCodec
 from streams.core.sealed import Shredded, envelope, is_sealed, new_key, open_sealed, seal
 from streams.core.tenancy import qualify
+from streams.runtime.clients import client_options
 from streams.settings import Settings
 
 KEYS_COLLECTION = "keys"
@@ -63,8 +64,6 @@ class KeyRing:
         with _RINGS_LOCK:
             if where not in _RINGS:
                 from pymongo import MongoClient
-
-                from streams.sinks.mongo import client_options
 
                 client: MongoClient = MongoClient(settings.mongo_url, **client_options(settings.mongo_url, 10_000))
                 _RINGS[where] = cls(client[settings.mongo_database][KEYS_COLLECTION], settings.key_cache_seconds)

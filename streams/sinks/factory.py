@@ -8,7 +8,7 @@ from streams.settings import Settings
 from streams.sinks.base import ChunkSink, VectorTarget
 
 if TYPE_CHECKING:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
     from streams.sinks.vectors import VectorSink
 
 
@@ -61,7 +61,7 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         sink.ensure_indexes()
         return sink
     if kind == "vectors":
-        from streams.embedstore import embedder_for
+        from streams.embedding.stores import embedder_for
 
         embedder = embedder_for(settings)
         _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry

@@ -16,11 +16,9 @@ from pymongo import ASCENDING, MongoClient, UpdateOne
 from pymongo.collection import Collection
 
 from streams.core.events import ChunkRecord, ChunkStatus
+from streams.runtime.clients import client_options
 from streams.settings import Settings
 from streams.sinks.base import RETIRED, STORED, is_table, section_type
-
-#: The longest one request may wait for the store's answer: a batch's bulk write takes well under a second.
-SOCKET_TIMEOUT_MS = 120_000
 
 INDEXES: list[list[tuple[str, int]]] = [
     [("doc_id", ASCENDING), ("amendment_number", ASCENDING)],
@@ -41,14 +39,6 @@ def chunk_document(record: ChunkRecord) -> dict[str, Any]:
     body["requirement_flag"] = bool(meta.get("requirement_flag", False))
     body["is_critical"] = bool(meta.get("is_critical", False))
     return body
-
-
-def client_options(url: str, timeout_ms: int) -> dict[str, int]:
-    """The timeouts a MongoClient of the project gets, save those its URL sets itself: pymongo lets keyword
-    arguments win over the URL, so `?serverSelectionTimeoutMS=500` in STREAMS_MONGO_URL was ignored."""
-    query = url.partition("?")[2].lower()
-    chosen = {"serverSelectionTimeoutMS": timeout_ms, "socketTimeoutMS": SOCKET_TIMEOUT_MS}
-    return {key: value for key, value in chosen.items() if f"{key.lower()}=" not in query}
 
 
 class MongoSink:

@@ -25,7 +25,7 @@ from streams.runtime.metrics import EMBED_BATCH, LONG_CHUNKS
 from streams.sinks.base import RETIRED, STORED, SUPERSEDED, VectorRow, VectorTarget, is_table, section_type
 
 if TYPE_CHECKING:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
 
 
 @dataclass
@@ -87,7 +87,7 @@ class VectorSink:
         metadata_keys: Mapping[str, str] | None = None,
         max_metadata_bytes: int = PINECONE_METADATA_BYTES,
     ):
-        """`embedder` is handed in, built from the caller's settings (`streams.embedstore.embedder_for`);
+        """`embedder` is handed in, built from the caller's settings (`streams.embedding.stores.embedder_for`);
         `metadata_keys` are the document metadata keys each vector carries, with their types."""
         self.metadata_keys = dict(metadata_keys or {})
         self.max_metadata_bytes = max_metadata_bytes

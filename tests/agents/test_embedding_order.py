@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from streams.agents.app import chunker_app
-from streams.embedstore import embedder_for
+from streams.embedding.stores import embedder_for
 from streams.settings import Settings
 from streams.strategies import SENTENCE_UNITS
 

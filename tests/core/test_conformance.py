@@ -161,7 +161,7 @@ def test_embedding_strategies_keep_hard_limits_and_minimums_on_arbitrary_text(pa
     from streams.core.chunkers.cluster import ClusterChunker
     from streams.core.chunkers.semantic import SemanticChunker
     from streams.core.conformance import Limits
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
     from streams.strategies import SENTENCE_UNITS
 
     doc = _doc(" ".join(parts))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streams.core.embedding import Embedder
-from streams.embedstore import get_embedder
+from streams.embedding.model import Embedder
+from streams.embedding.stores import get_embedder
 
 SENTENCES = [
     "The harbour authority surveyed the eastern breakwater after the winter storms.",

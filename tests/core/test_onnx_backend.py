@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from streams.core.embedding import Backend, Embedder, EmbeddingUnavailable
+from streams.embedding.model import Backend, Embedder, EmbeddingUnavailable
 
 TEXTS = [
     "The contractor shall install strain gauges on every span of the bridge.",
@@ -37,7 +37,7 @@ def test_onnx_vectors_match_torch_and_the_graph_is_exported_once(export_dir: Pat
     vectors = onnx.encode(TEXTS)
     assert vectors.dtype == np.float32 and vectors.shape == reference.shape
     assert np.abs(vectors - reference).max() < 1e-5  # the long text is truncated at 256 word pieces by both
-    from streams.core.onnx_model import GRAPH, model_fingerprint
+    from streams.embedding.onnx import GRAPH, model_fingerprint
 
     model = Path(onnx.model_path)
     graph = export_dir / f"{model.name}-{model_fingerprint(model)}-{GRAPH}.onnx"  # this run's one build of it
@@ -53,8 +53,8 @@ import sys
 for name in ("torch", "sentence_transformers", "transformers"):
     sys.modules[name] = None  # any import of them now fails, as in the run install
 from pathlib import Path
-from streams.core.embedding import Backend, Embedder, default_model_path
-from streams.core.onnx_model import _build
+from streams.embedding.model import Backend, Embedder, default_model_path
+from streams.embedding.onnx import _build
 built = Path(sys.argv[1])
 _build(Path(default_model_path()), built)
 assert Embedder(backend=Backend("onnx", built.parent)).encode(["no torch here"]).shape == (1, 384)
@@ -65,7 +65,7 @@ def test_the_graph_is_built_without_torch_and_is_the_same_bytes_on_rebuild(expor
     import subprocess
     import sys
 
-    from streams.core.onnx_model import GRAPH, model_fingerprint
+    from streams.embedding.onnx import GRAPH, model_fingerprint
 
     model = Path(Embedder().model_path)
     built = tmp_path / "graph.onnx"
@@ -77,7 +77,7 @@ def test_the_graph_is_built_without_torch_and_is_the_same_bytes_on_rebuild(expor
 
 
 def test_a_model_the_builder_does_not_know_is_refused_by_name() -> None:
-    from streams.core.bert_graph import UnknownModel, check_config
+    from streams.embedding.graph import UnknownModel, check_config
 
     bert = {"model_type": "bert", "hidden_act": "gelu", "hidden_size": 384, "num_attention_heads": 12}
     check_config(bert)
@@ -133,7 +133,7 @@ def test_onnx_vectors_do_not_depend_on_the_thread_count(export_dir: Path) -> Non
 
 
 def test_cuda_is_chosen_where_onnx_runtime_offers_it() -> None:
-    from streams.core.onnx_model import CPU, CUDA, execution_providers
+    from streams.embedding.onnx import CPU, CUDA, execution_providers
 
     assert execution_providers("auto", [CUDA, CPU]) == ([CUDA, CPU], "")
     assert execution_providers("cuda", [CUDA, CPU]) == ([CUDA, CPU], "")
@@ -148,13 +148,13 @@ def test_asked_for_cuda_without_one_it_embeds_on_the_cpu_and_says_why(
 ) -> None:
     """This machine has no GPU (the path to CUDA is the providers above): the vectors are the CPU's, byte
     for byte, under the CPU's cache identity, and one line says why."""
-    from streams.core.onnx_model import CUDA, available_providers
+    from streams.embedding.onnx import CUDA, available_providers
 
     if CUDA in available_providers():
         pytest.skip("onnxruntime-gpu offers CUDA here: the fallback is not what runs")
     cpu = Embedder(backend=Backend("onnx", export_dir, "cpu"))
     cuda = Embedder(backend=Backend("onnx", export_dir, "cuda"))
-    with caplog.at_level("WARNING", logger="streams.core.onnx_model"):
+    with caplog.at_level("WARNING", logger="streams.embedding.onnx"):
         vectors = cuda.encode(TEXTS)
     assert vectors.tobytes() == cpu.encode(TEXTS).tobytes() and cuda.model.device == "cpu"
     assert [r.getMessage() for r in caplog.records] == [

@@ -24,7 +24,7 @@ SAMPLES = Path(__file__).resolve().parents[2] / "streams" / "samples"
 
 @pytest.fixture(scope="module")
 def embedder():
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
 
     return get_embedder()
 

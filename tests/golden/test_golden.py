@@ -37,7 +37,7 @@ def render(strategy: str, path: Path, embedder: object | None = None) -> str:
 
 @pytest.fixture(scope="module")
 def golden_embedder() -> object:
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
     from streams.strategies import SENTENCE_UNITS
 
     return get_embedder(long_texts=SENTENCE_UNITS)

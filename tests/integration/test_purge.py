@@ -20,7 +20,7 @@ from bson import json_util
 from confluent_kafka.admin import AdminClient
 
 from streams.core.sealed import MAGIC
-from streams.embedstore import open_store
+from streams.embedding.stores import open_store
 from streams.ops.audit import audit, read_ledger
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, child_env, publish_pages

@@ -10,7 +10,7 @@ import pytest
 from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
 from streams.core.records import build_records
-from streams.embedstore import open_store
+from streams.embedding.stores import open_store
 from streams.ops.embedded import broker, document_store
 from streams.ops.purge import TOPICS_KEPT, purge, receipts
 from streams.sinks.factory import vector_sink

@@ -63,7 +63,7 @@ def tail_json(settings, topic: str) -> list[dict]:
 
 @pytest.mark.one_broker("kafka")  # a schema registry stands beside a Kafka cluster; the bytes are the same on noida-db
 def test_publish_chunk_sink_tail_and_replay_through_a_real_registry(tmp_path_factory, registry: str) -> None:
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
 
     def inspect(settings) -> dict:
         return {

@@ -57,7 +57,7 @@ class Sinks:
 def embedder(bus: str):
     """One per broker pass: a worker that runs this file on both brokers must embed afresh on the second (a
     shared one served every vector from its cache, and the count of embedded chunks was 0)."""
-    from streams.core.embedding import Embedder
+    from streams.embedding.model import Embedder
 
     return Embedder()
 

@@ -15,7 +15,7 @@ from streams.core.document import assemble
 from streams.core.events import AssembledDocument, PageEvent
 from streams.core.text import block_sentence_spans, caseless, sentence_spans
 from streams.core.tokenizers import get_tokenizer
-from streams.embedstore import get_embedder
+from streams.embedding.stores import get_embedder
 
 A, B = np.array([1.0, 0.0]), np.array([0.0, 1.0])
 

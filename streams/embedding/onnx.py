@@ -1,6 +1,6 @@
 """The sentence model on ONNX Runtime: the same vectors as sentence-transformers up to float rounding, less CPU.
 
-The graph is written from the packaged weights on first use (streams.core.bert_graph: no torch, about a
+The graph is written from the packaged weights on first use (streams.embedding.graph: no torch, about a
 second) into `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and
 the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` is the same graph
 with its dense products in int8 (per-channel weights, a scale per token): faster, its vectors move a
@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from streams.core.bert_graph import GRAPH, UnknownModel, bert_graph
-from streams.core.model_files import model_fingerprint, sentence_config
+from streams.embedding.files import model_fingerprint, sentence_config
+from streams.embedding.graph import GRAPH, UnknownModel, bert_graph
 
 
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
@@ -49,7 +49,7 @@ def has_vnni() -> bool:
 
 
 def _build(model_path: Path, target: Path, int8: bool = False, reduce_range: bool = False) -> None:
-    """The graph written from config.json and model.safetensors (streams.core.bert_graph): no torch."""
+    """The graph written from config.json and model.safetensors (streams.embedding.graph): no torch."""
     import json
 
     from safetensors.numpy import load_file
