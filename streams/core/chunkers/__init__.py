@@ -179,7 +179,7 @@ def get_chunker(
     values: dict[str, Any] = chosen.model_dump()
     if declared.embeds:
         if embedder is None:
-            raise OptionsError(f"{name} embeds sentences: pass embedder= (streams.embedstore.get_embedder())")
+            raise OptionsError(f"{name} embeds sentences: pass embedder= (streams.embedding.stores.get_embedder())")
         values["embedder"] = embedder
     return cls(tokenizer or get_tokenizer(), **values)
 

@@ -6,13 +6,36 @@ import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from streams.core.events import AssembledDocument, ChunkRecord
 from streams.core.options import FRAGMENT_TOKENS, StrategyOptions, validate
 from streams.core.tokenizers import Tokenizer
 
-__all__ = ["FRAGMENT_TOKENS", "ChunkDraft", "Chunker", "ChunkingError", "Limits", "Strategy", "Violation"]
+__all__ = [
+    "FRAGMENT_TOKENS",
+    "ChunkDraft",
+    "Chunker",
+    "ChunkingError",
+    "EmbeddingUnavailable",
+    "Limits",
+    "SentenceEmbedder",
+    "Strategy",
+    "Violation",
+]
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The configured model cannot be found or loaded (a deployment problem, not bad input)."""
+
+
+class SentenceEmbedder(Protocol):
+    """What a strategy that embeds is handed (`streams.embedding` makes one): vectors for texts, the same
+    bytes for the same text whatever else is in the batch, and the model's name for the lineage."""
+
+    model_name: str
+
+    def encode(self, texts: Sequence[str]) -> Any: ...
 
 
 class ChunkingError(ValueError):

@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 import numpy as np
 from pydantic import Field, model_validator
 
-from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError, Strategy, token_limits
-from streams.core.embedding import Embedder, EmbeddingUnavailable
+from streams.core.chunkers.base import (
+    FRAGMENT_TOKENS,
+    ChunkDraft,
+    Chunker,
+    ChunkingError,
+    EmbeddingUnavailable,
+    SentenceEmbedder,
+    Strategy,
+    token_limits,
+)
 from streams.core.events import AssembledDocument
 from streams.core.options import StrategyOptions
 from streams.core.text import (
@@ -119,15 +127,12 @@ class _SentenceEmbeddingChunker(Chunker):
     heading_context: ClassVar[bool] = False
     options: SemanticOptions | ClusterOptions
 
-    def __init__(
-        self, tokenizer: Tokenizer, *, embedder: Embedder | None = None, model_path: str | None = None, **options: Any
-    ) -> None:
+    def __init__(self, tokenizer: Tokenizer, *, embedder: SentenceEmbedder | None = None, **options: Any) -> None:
         """Options by the strategy's model (SemanticOptions, ClusterOptions): defaults, ranges and checks are
         the model's, declared once. The embedder is injected by the caller, never an option."""
         super().__init__(tokenizer)
         self.options = cast("SemanticOptions | ClusterOptions", self.take_options(options))
         self._embedder = embedder
-        self._model_path = model_path
 
     @property
     def breakpoint_type(self) -> str:
@@ -140,11 +145,10 @@ class _SentenceEmbeddingChunker(Chunker):
         raise NotImplementedError
 
     @property
-    def embedder(self) -> Embedder:
-        """Injected by the caller (the core loads no model of its own choosing); with only a model path,
-        an embedder of this chunker's own."""
+    def embedder(self) -> SentenceEmbedder:
+        """Injected by the caller: the core loads no model (`streams.embedding` makes embedders)."""
         if self._embedder is None:
-            self._embedder = Embedder(self._model_path)
+            raise EmbeddingUnavailable(f"{self.name} was built without an embedder (pass embedder=)")
         return self._embedder
 
     def warm_up(self) -> None:
@@ -439,7 +443,7 @@ class SemanticChunker(_SentenceEmbeddingChunker):
         evens the sizes about it. Why: without the paragraph signal the threshold leaves chunks of 100 to 400
         tokens side by side, retrieval favours the large ones, and IoU pays for their extra text; where blank
         lines are, the threshold's breaks follow the paragraphs and moving them cost recall (docs/benchmarks.md,
-        a size prior for `semantic`)."""
+        Retrieval quality)."""
         weight = self.options.size_weight
         if not weight or len(groups) < 2:
             return groups
@@ -518,7 +522,7 @@ def local_contrast(distances: np.ndarray, window: int) -> np.ndarray:
     Why: without blank lines there is no paragraph signal, and one percentile over the whole document
     breaks where the text is generally loose (a transcript's questions) and not where a subject ends
     inside text that is generally tight. Against its neighbourhood a shift stands out wherever it is
-    (docs/benchmarks.md, `semantic` without blank lines)."""
+    (docs/benchmarks.md, Retrieval quality)."""
     n = len(distances)
     sums = np.concatenate([[0.0], np.cumsum(distances.astype(np.float64))])
     index = np.arange(n)
