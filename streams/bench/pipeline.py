@@ -55,7 +55,7 @@ def bench_doc_type(strategies: Sequence[str]) -> str:
 def synthetic_documents(count: int, seed: int = 17, doc_type: str = "generic") -> list[list[PageEvent]]:
     """Deterministic multi-page documents with numbered headings, paragraphs and the odd list, so every
     strategy has structure to find. Written for the benchmark; no corpus text. A solicitation is named as
-    seed 002's file filter wants (its name says RFP)."""
+    the file filter wants (its name says RFP; docs/strategies.md#section-1-scope-and-the-file-filter)."""
     docs = []
     for n in range(count):
         rng = random.Random(seed * 100_003 + n)

@@ -1,4 +1,5 @@
-"""The document stream of seed 004 §2: pages joined into one text with a page map of character ranges."""
+"""The document stream: pages joined into one text with a page map of character ranges
+(docs/strategies.md#stream-2-pages-joined-into-one-stream)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ PAGE_SEPARATOR = "\n\n"
 
 
 def build_stream(pages: Iterable[tuple[int, str]]) -> tuple[str, list[PageSpan]]:
-    """Join pages exactly as seed 004 says: each page's text plus a blank line, ranges [start, end)."""
+    """Join pages exactly as docs/strategies.md#stream-2-pages-joined-into-one-stream says: each page's
+    text plus a blank line, ranges [start, end)."""
     parts: list[str] = []
     page_map: list[PageSpan] = []
     cursor = 0
@@ -69,9 +71,10 @@ def assemble(pages: Sequence[PageEvent], first_page_ms: int = 0, completed_ms: i
 def pages_for_range(page_map: Sequence[PageSpan], start: int, end: int) -> list[int]:
     """Pages a chunk [start, end) touches.
 
-    Seed 004 §5 uses inclusive comparisons (`start_char <= chunk_end and end_char >= chunk_start`),
-    which would also credit a page that merely abuts the chunk. With half-open ranges the exact
-    overlap test is `start_char < end and end_char > start`; an empty range maps to its page.
+    The specification (docs/strategies.md#stream-2-pages-joined-into-one-stream) uses inclusive comparisons
+    (`start_char <= chunk_end and end_char >= chunk_start`), which would also credit a page that merely abuts
+    the chunk. With half-open ranges the exact overlap test is `start_char < end and end_char > start`; an
+    empty range maps to its page.
     """
     if not page_map:
         return []

@@ -69,7 +69,8 @@ class PageEvent(BaseModel):
 
 
 class PageSpan(BaseModel):
-    """Where one page sits in the document stream (seed 004 §2): [start_char, end_char)."""
+    """Where one page sits in the document stream: [start_char, end_char)
+    (docs/strategies.md#stream-2-pages-joined-into-one-stream)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -213,7 +214,8 @@ class DocumentManifest(BaseModel):
         return self.outcome != NOT_APPLICABLE
 
     def ids_held_by(self, holds_tables: bool) -> list[str]:
-        """The chunk ids a store must account for: all of them, or the non-table ones (vectors, seed 002)."""
+        """The chunk ids a store must account for: all of them, or the non-table ones (vectors,
+        docs/strategies.md#section-5-tables)."""
         if holds_tables:
             return list(self.chunk_ids)
         return [cid for cid, table in zip(self.chunk_ids, self.is_table, strict=True) if not table]

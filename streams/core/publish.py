@@ -1,12 +1,11 @@
 """What one strategy publishes for one assembled document: the one path, used by the workers, `streams chunk`
 and `check`, the audit's repair, the console and the benches, so all of them give the same records.
 
-Routing comes first: a document whose type the strategy does not take (its `doc_types` option, the seed's
-scope by default), or that seed 002's file filter excludes from `section`, is *not applicable*: skipped
-with a reason, published as a manifest with no chunks, never dead-lettered. Then the chunker runs and the
-record builder gives ids, pages, tokens and checksums. A refusal by the chunker (`ChunkingError`) is raised
-for the caller to dead-letter: it is a failure of the input, not a question of scope.
-"""
+Routing comes first: a document whose type the strategy does not take (its `doc_types` option, the seed's scope by
+default), or that the file filter (docs/strategies.md#section-1-scope-and-the-file-filter) excludes from `section`, is
+*not applicable*: skipped with a reason, published as a manifest with no chunks, never dead-lettered. Then the chunker
+runs and the record builder gives ids, pages, tokens and checksums. A refusal by the chunker (`ChunkingError`) is raised
+for the caller to dead-letter: it is a failure of the input, not a question of scope."""
 
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ TABLE_CONTENT_TYPES = {"table", "financial_table", "pricing_table"}
 
 
 def is_table(record: ChunkRecord) -> bool:
-    """Tables live in MongoDB only (seed 002): they are not useful for semantic search."""
+    """Tables live in MongoDB only (docs/strategies.md#section-5-tables): they are not useful for semantic search."""
     meta = record.metadata or {}
     return bool(meta.get("is_table")) or record.content_type in TABLE_CONTENT_TYPES
 

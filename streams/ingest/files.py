@@ -1,5 +1,6 @@
 """Files to page events: PDF page by page (docling's native backend, no models), Markdown/text split on
-form feeds or `[[PAGE_BREAK]]`, DOCX/HTML through docling, and the JSON document format of seed 004 §1."""
+form feeds or `[[PAGE_BREAK]]`, DOCX/HTML through docling, and the JSON document format
+(docs/strategies.md#stream-1-input-documents)."""
 
 from __future__ import annotations
 

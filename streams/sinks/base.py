@@ -40,7 +40,7 @@ class ChunkSink(Protocol):
     """Idempotent writes: the same batch applied twice leaves the same state."""
 
     name: str
-    #: whether table chunks belong in this store (MongoDB: yes; vectors: no, seed 002)
+    #: whether table chunks belong in this store (MongoDB: yes; vectors: no, docs/strategies.md#section-5-tables)
     holds_tables: bool
 
     def write_chunks(self, records: Sequence[ChunkRecord]) -> int: ...
@@ -69,7 +69,8 @@ class ChunkSink(Protocol):
 
 @dataclass(frozen=True)
 class VectorRow:
-    """A vector with the minimal metadata of seed 002: no text, no tables."""
+    """A vector with the minimal metadata of docs/strategies.md#section-6-storage-vectors-and-amendments: no text, no
+    tables."""
 
     chunk_id: str
     values: list[float]

@@ -1,4 +1,5 @@
-"""The legacy word window of seed 003: 250 words with 50 words of overlap, exact character ranges."""
+"""The legacy word window of seed 003: 250 words with 50 words of overlap, exact character ranges
+(docs/strategies.md#window-1-word-windows)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Conformance: does a strategy's output on one document keep its seed's rules?
 
-`check` judges the records (and the drafts they came from) against rules written from the seeds, not from
-the chunkers: sizes measured on the text each chunk carries with the tokenizer the record names, fragments,
-chunks that could have merged, cut words, exact offsets, and each strategy's own rules (its declaration's
-`rules`: section's table and requirement rules, hybrid's table cells, every rule of a letter). `streams
-check` prints it; the tests run it over the shared corpora and generated variants. Pure: no I/O, no
-environment.
+`check` judges the records (and the drafts they came from) against rules written from the seeds (stated in
+docs/strategies.md#strategies, strategy by strategy), not from the chunkers: sizes measured on the text each
+chunk carries with the tokenizer the record names, fragments, chunks that could have merged, cut words, exact
+offsets, and each strategy's own rules (its declaration's `rules`: section's table and requirement rules,
+hybrid's table cells, every rule of a letter). `streams check` prints it; the tests run it over the shared
+corpora and generated variants. Pure: no I/O, no environment.
 """
 
 from __future__ import annotations

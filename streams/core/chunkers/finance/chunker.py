@@ -13,7 +13,7 @@ Structured input (`doc.elements`), kinds understood (anything else is read as a 
   turn=question is a question.
 - "table": element_id, title, rows (first row = header), attrs["units"], attrs["currency"].
 - "slide_title": the title of the slide on its page.
-- "page_header", "page_footer", "page_number": dropped (seed: strip headers/footers/page numbers).
+- "page_header", "page_footer", "page_number": dropped (docs/strategies.md#finance-3-text-shaping).
 Each element is located in the document stream by its text (from the previous element on, within its
 page); an element that cannot be found gets an empty range at the current position of its page.
 

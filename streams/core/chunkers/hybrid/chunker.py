@@ -99,7 +99,8 @@ class ChunkContext:
 
 
 def contextualize_chunk(text: str, context: ChunkContext | None) -> str:
-    """Seed 003 `contextualize_chunk`: structural context prepended for embedding."""
+    """`contextualize_chunk` (docs/strategies.md#hybrid-3-chunk-context-contextualized-text-and-validation): structural
+    context prepended for embedding."""
     if context is None:
         return text
     parts: list[str] = []
@@ -116,7 +117,8 @@ def contextualize_chunk(text: str, context: ChunkContext | None) -> str:
 
 
 def validate_chunk(text: str, word_count: int, page_num: int, context: ChunkContext | None) -> None:
-    """Seed 003 `validate_chunk`, raising ChunkingError instead of asserting."""
+    """`validate_chunk` (docs/strategies.md#hybrid-3-chunk-context-contextualized-text-and-validation), raising
+    ChunkingError instead of asserting."""
     if not text.strip():
         raise ChunkingError("hybrid chunk has empty text", "invalid_chunk")
     if word_count <= 0:
@@ -131,7 +133,8 @@ def validate_chunk(text: str, word_count: int, page_num: int, context: ChunkCont
 
 
 def find_related_elements(text: str, prefix: str) -> list[str]:
-    """Seed 003: "Table 2" -> "table-1" (0-indexed ids), in order of mention, without duplicates."""
+    """Related elements: "Table 2" -> "table-1" (0-indexed ids), in order of mention, without duplicates
+    (docs/strategies.md#hybrid-3-chunk-context-contextualized-text-and-validation)."""
     import re
 
     ids = [f"{prefix.lower()}-{int(n) - 1}" for n in re.findall(rf"{prefix}\s+(\d+)", text, re.IGNORECASE)]
@@ -259,10 +262,10 @@ class HybridChunker(Chunker):
         return drafts
 
     def _merge_short(self, text: str, located: list[_Located]) -> list[_Located]:
-        """Seed 003's minimum chunk size: Docling merges only peers under one heading, so a heading with a
-        line under it, a caption or a lone list item stays a fragment. A chunk under `min_tokens` joins
-        its next neighbour (else its previous one) while the union stays within `max_tokens`; one under
-        30 tokens joins a neighbour whatever the size, and `_bounded` cuts the union back to the limit."""
+        """The minimum chunk size (docs/strategies.md#hybrid-2-sizes): Docling merges only peers under one heading, so a
+        heading with a line under it, a caption or a lone list item stays a fragment. A chunk under `min_tokens` joins
+        its next neighbour (else its previous one) while the union stays within `max_tokens`; one under 30 tokens joins
+        a neighbour whatever the size, and `_bounded` cuts the union back to the limit."""
         out = list(located)
         memo: dict[tuple[int, int], int] = {}
 
@@ -500,16 +503,15 @@ def _continuation_start(
     return None
 
 
-# --- strategy router (seed 003 `create_chunker`) ------------------------------------------------
+# --- strategy router (docs/strategies.md#window-2-the-legacy-router) ---------------------------------------------
 
 
 def create_chunker(strategy_name: str, tokenizer: Tokenizer | None = None, **options: Any) -> Chunker:
     """`hybrid` -> HybridChunker; anything else -> the legacy 250-word / 50-overlap window.
 
-    Seed 003's API, kept for its callers; the chunkers come from the one registry so a strategy is built
-    (and configured) the same way whichever door it is asked for through. The window's registry defaults
-    are the seed's 250/50.
-    """
+    The seed's API (docs/strategies.md#window-2-the-legacy-router), kept for its callers; the chunkers come from the one
+    registry so a strategy is built (and configured) the same way whichever door it is asked for through. The window's
+    registry defaults are the seed's 250/50."""
     from streams.core.chunkers import get_chunker  # inside: the registry loads strategy modules like this one
 
     if strategy_name == "hybrid":

@@ -3,13 +3,19 @@
 The chunker is a pipeline of stages, each a function of what the ones before it returned:
 
     blocks.read           document -> Letter (blocks, year, date), or refused as no letter
-    sections.sections     Letter -> Sections (§2.2)
-    pieces.pieces         Sections -> Pieces, over-long sections cut (§2.3)
-    merge.merge           Pieces -> Pieces, short ones joined to a neighbour (§2.4, §4)
-    merge.repair          Pieces -> Pieces, no cut mid-sentence or mid-list (§5.2)
-    tables.table_chunks   Letter -> each table's tier-2 chunk (§2.5)
-    drafts.drafts         Pieces + table chunks -> ids, chunks and metadata (§3)
-    gate.enforce          the seed objects -> nothing, or the letter refused (§5)
+    sections.sections     Letter -> Sections
+    pieces.pieces         Sections -> Pieces, over-long sections cut
+    merge.merge           Pieces -> Pieces, short ones joined to a neighbour
+    merge.repair          Pieces -> Pieces, no cut mid-sentence or mid-list
+    tables.table_chunks   Letter -> each table's tier-2 chunk
+    drafts.drafts         Pieces + table chunks -> ids, chunks and metadata
+    gate.enforce          the seed objects -> nothing, or the letter refused
+
+The rules each stage keeps, in order: docs/strategies.md#letter-1-scope-and-refusals,
+docs/strategies.md#letter-4-section-boundaries, docs/strategies.md#letter-5-tiers-and-sizes,
+docs/strategies.md#letter-6-merging-short-pieces, docs/strategies.md#letter-10-the-validation-gate (repair),
+docs/strategies.md#letter-8-tier-2-table-chunks, docs/strategies.md#letter-2-chunk-objects-ids-and-metadata,
+docs/strategies.md#letter-10-the-validation-gate (the gate).
 """
 
 from __future__ import annotations

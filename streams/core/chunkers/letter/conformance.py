@@ -1,4 +1,5 @@
-"""An independent checker of seed 000 (§1-§5 and the §7 checklist) over a letter's canonical chunk objects.
+"""An independent checker of every letter rule (docs/strategies.md#letter, and the checklist of
+docs/strategies.md#letter-11-the-independent-checker) over a letter's canonical chunk objects.
 
 It shares no code with the `letter` strategy on purpose: the strategy's own gate cannot grade itself.
 Each problem is `(rule, chunk_id, detail)`, so counts can be reported by rule.
@@ -34,7 +35,7 @@ ID = re.compile(r"^(\d{4})-S(\d{2})-T([12])-(\d{3})$")
 PLACEHOLDER = re.compile(r"\[TABLE — see child chunk (\d{4}-S\d{2}-T2-\d{3})\]")
 DATE = re.compile(r"^(?:\d{4}-\d{2}-\d{2}|0000-00-00)$")
 
-# §1.2 contextual_summary prohibitions.
+# contextual_summary prohibitions (docs/strategies.md#letter-3-the-contextual-summary).
 STRUCTURE = re.compile(r"\b(?:sections?|chunks?|paragraphs?|documents?|excerpts?|passages?)\b|\bpart \w+ of \w+", re.I)
 TEMPLATE = re.compile(
     r"\bBuffett discusses\b|\b(?:this|the) (?:\w+ )?talks about\b|\bthis (?:text|letter) covers\b", re.I
@@ -55,7 +56,7 @@ def _words(text: str) -> list[str]:
 
 
 def summary_problems(summary: str, content: str) -> list[str]:
-    """§1.2 format rules and prohibitions for one summary."""
+    """The format rules and prohibitions of docs/strategies.md#letter-3-the-contextual-summary for one summary."""
     s = summary.strip()
     out: list[str] = []
     words = s.split()
@@ -114,7 +115,8 @@ def _holds_a_list(content: str) -> bool:
 
 
 def check_letter(chunks: Sequence[dict[str, Any]], count: Callable[[str], int]) -> list[Problem]:
-    """Every rule of seed 000 §1-§5 and §7 over one letter's chunks in output order."""
+    """Every rule of docs/strategies.md#letter over one letter's chunks in output order; rule names keep the seed's
+    section numbers (docs/strategies.md#letter-11-the-independent-checker)."""
     probs: list[Problem] = []
     by_id = {c.get("chunk_id"): c for c in chunks}
     if len(by_id) != len(chunks):

@@ -1,4 +1,5 @@
-"""Where a tier-1 chunk may end (seed 000 §5.2): the rules both splitting and merging cut by.
+"""Where a tier-1 chunk may end (docs/strategies.md#letter-10-the-validation-gate): the rules both splitting and merging
+cut by.
 
 A unit is a run of blocks that must stay together; a cut falls between two units."""
 
@@ -65,8 +66,8 @@ def cut_allowed(text: str, before: Sequence[Block], after: Sequence[Block], floo
 
 
 def bad_cut(text: str, before: Sequence[Block], after: Sequence[Block], floor: int) -> str | None:
-    """The gate's §5.2 verdict on a cut between two runs of blocks (a table ends in its placeholder), for
-    a chunk that would start at `floor`."""
+    """The gate's coherence verdict (docs/strategies.md#letter-10-the-validation-gate) on a cut between two runs of
+    blocks (a table ends in its placeholder), for a chunk that would start at `floor`."""
     last, first = before[-1], after[0]
     if last.kind in {"table", "signature"}:
         return None

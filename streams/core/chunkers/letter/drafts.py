@@ -1,5 +1,7 @@
-"""Stage 6, drafts: ids for the final pieces, then each piece as a tier-1 chunk (its tables replaced by
-placeholders) followed by its tables' tier-2 chunks, all with the seed's 28 metadata keys (§3)."""
+"""Stage 6, drafts: ids for the final pieces, then each piece as a tier-1 chunk (its tables replaced by placeholders)
+followed by its tables' tier-2 chunks, all with the seed's 28 metadata keys
+(docs/strategies.md#letter-2-chunk-objects-ids-and-metadata,
+docs/strategies.md#letter-9-content-type-priority-and-abstraction)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Deterministic metadata for letter chunks (seed 000 §1.2, §3): gazetteers and regexes, no models."""
+"""Deterministic metadata for letter chunks (docs/strategies.md#letter-2-chunk-objects-ids-and-metadata,
+docs/strategies.md#letter-9-content-type-priority-and-abstraction): gazetteers and regexes, no models."""
 
 from __future__ import annotations
 
@@ -394,7 +395,8 @@ def principles(text: str) -> list[dict[str, str]]:
 
 
 def content_type(text: str, has_table: bool) -> str:
-    """§3.1 in priority order: table, first-person mistake, actionable principle, narrative."""
+    """In priority order (docs/strategies.md#letter-9-content-type-priority-and-abstraction): table, first-person
+    mistake, actionable principle, narrative."""
     if has_table:
         return "financial_table"
     v = _view(text)
@@ -406,7 +408,8 @@ def content_type(text: str, has_table: bool) -> str:
 
 
 def retrieval_priority(text: str, ctype: str) -> str:
-    """§3.2: tables, principles, mistakes, acquisitions high; logistics low; the rest medium."""
+    """Tables, principles, mistakes, acquisitions high; logistics low; the rest medium
+    (docs/strategies.md#letter-9-content-type-priority-and-abstraction)."""
     if ctype != "narrative":
         return "high"
     v = _view(text)
@@ -418,7 +421,8 @@ def retrieval_priority(text: str, ctype: str) -> str:
 
 
 def abstraction_level(text: str, ents: dict[str, list[str]]) -> str:
-    """§3.3: dense numbers/dates/names -> low, none -> high (pure philosophy), otherwise medium."""
+    """Dense numbers/dates/names -> low, none -> high (pure philosophy), otherwise medium
+    (docs/strategies.md#letter-9-content-type-priority-and-abstraction)."""
     flat = _view(text).flat
     words = max(1, flat.count(" ") + 1 if flat else 0)
     money, percent, found_years = _figures(text)
@@ -475,6 +479,6 @@ def cross_references(text: str, letter_year: int, own_title: str, titles: Iterab
 
 
 def complete_thought(text: str) -> bool:
-    """§4.2: no dangling reference to text outside the chunk."""
+    """No dangling reference to text outside the chunk (docs/strategies.md#letter-6-merging-short-pieces)."""
     body = text.strip()
     return not DANGLING_START.match(body) and "the above" not in body.lower()

@@ -1,4 +1,5 @@
-"""The validation gate of seed 000 §5: the schema check exactly as written, plus the coherence checks."""
+"""The letter's validation gate (docs/strategies.md#letter-10-the-validation-gate): the schema check exactly as written,
+plus the coherence checks."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ def _check(cond: bool, what: str) -> None:
 
 
 def validate(chunk: dict[str, Any]) -> None:
-    """§5.1 verbatim: raises AssertionError on the first violated rule."""
+    """The schema check verbatim (docs/strategies.md#letter-10-the-validation-gate): raises AssertionError on the first
+    violated rule."""
     _check(set(chunk.keys()) == REQUIRED_KEYS, "chunk keys")
     _check(bool(re.match(r"^\d{4}-S\d{2}-T[12]-\d{3}$", chunk["chunk_id"])), "chunk_id format")
     m = chunk["metadata"]
@@ -65,7 +67,8 @@ def validate(chunk: dict[str, Any]) -> None:
 
 
 def invariants(chunk: dict[str, Any]) -> list[str]:
-    """§1.3 invariants 3 and 4, which `validate` does not cover."""
+    """The invariants `validate` does not cover: tier against the id, and the source span
+    (docs/strategies.md#letter-2-chunk-objects-ids-and-metadata)."""
     m = chunk["metadata"]
     problems = []
     if str(m["chunk_tier"]) != chunk["chunk_id"].split("-")[2][1:]:
@@ -102,8 +105,9 @@ def _clean_end(content: str, next_content: str, is_signature_end: bool) -> bool:
 
 
 def bad_cut(content: str, next_content: str, is_signature_end: bool) -> str | None:
-    """Why a cut between two tier-1 texts breaks §5.2 ("ends mid-sentence", "splits a numbered list"),
-    or None when it is clean. The chunker asks before it cuts; the gate asks again after."""
+    """Why a cut between two tier-1 texts breaks coherence ("ends mid-sentence", "splits a numbered list";
+    docs/strategies.md#letter-10-the-validation-gate), or None when it is clean. The chunker asks before it cuts; the
+    gate asks again after."""
     if not _clean_end(content, next_content, is_signature_end):
         return "ends mid-sentence"
     if LIST_MARKER.match(next_content.lstrip()) and LIST_MARKER.match(_last_line(content).lstrip()):
@@ -114,8 +118,9 @@ def bad_cut(content: str, next_content: str, is_signature_end: bool) -> str | No
 def coherence(
     chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool], min_tokens: int = MIN_TOKENS
 ) -> list[str]:
-    """§5.2 over one letter; returns readable problems (empty when coherent). `min_tokens` is the
-    smallest chunk the chunker was configured with (the seed's 150 by default)."""
+    """The coherence check over one letter (docs/strategies.md#letter-10-the-validation-gate); returns readable problems
+    (empty when coherent). `min_tokens` is the smallest chunk the chunker was configured with (the seed's 150 by
+    default)."""
     problems: list[str] = []
     ids = {c["chunk_id"] for c in chunks}
     summaries: dict[str, str] = {}
@@ -160,8 +165,9 @@ def seed_object(content: str, metadata: dict[str, Any]) -> dict[str, Any]:
 
 
 def enforce(chunks: Sequence[dict[str, Any]], signature_ends: Sequence[bool], min_tokens: int) -> None:
-    """§5 on a whole letter's seed objects, as the last stage of the chunker: the composer has already
-    rewritten summaries, so anything left is fatal and the letter is dead-lettered with the first three."""
+    """The gate (docs/strategies.md#letter-10-the-validation-gate) on a whole letter's seed objects, as the last stage
+    of the chunker: the composer has already rewritten summaries, so anything left is fatal and the letter is
+    dead-lettered with the first three."""
     problems: list[str] = []
     for s in chunks:
         try:

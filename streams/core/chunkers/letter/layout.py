@@ -1,4 +1,5 @@
-"""Layout analysis of a shareholder letter (seed 000 §2.2, §2.5): lines -> skip, tables, headers, paragraphs.
+"""Layout analysis of a shareholder letter: lines -> skip, tables, headers, paragraphs
+(docs/strategies.md#letter-4-section-boundaries, docs/strategies.md#letter-7-finding-tables).
 
 Everything works on the document stream itself so that every block carries an exact [start, end) range.
 """
@@ -104,7 +105,8 @@ def has_dot_leader(s: str) -> bool:
 
 
 def is_normal_line(s: str) -> bool:
-    """Seed §2.5.2: a normal paragraph line has >= 8 alphabetic words or sentence punctuation."""
+    """A normal paragraph line has >= 8 alphabetic words or sentence punctuation
+    (docs/strategies.md#letter-7-finding-tables)."""
     s = s.strip()
     if not s or s.count("|") >= 2:
         return False
@@ -141,7 +143,8 @@ def ends_sentence(s: str) -> bool:
 
 
 def skip_performance_table(lines: Sequence[Line], page_starts: set[int]) -> int:
-    """§2.5.1: index of the first line after the opening S&P table, or 0 when there is none.
+    """Index of the first line after the opening S&P table, or 0 when there is none
+    (docs/strategies.md#letter-7-finding-tables).
 
     The table ends at the first blank line followed by a normal paragraph line, or at the first page
     break after it (page marker, page-number line, or a page boundary), whichever comes first.
@@ -245,8 +248,8 @@ def header_title(line: Line) -> str | None:
 
 
 def detect_headers(lines: Sequence[Line], begin: int) -> None:
-    """§2.2 rule 1: a heading line plus a blank line; in letters without blank lines, a heading between a
-    finished sentence and an indented paragraph start."""
+    """The first boundary rule (docs/strategies.md#letter-4-section-boundaries): a heading line plus a blank line; in
+    letters without blank lines, a heading between a finished sentence and an indented paragraph start."""
     for i in range(begin, len(lines)):
         ln = lines[i]
         if ln.kind != "text":
@@ -271,7 +274,8 @@ def detect_headers(lines: Sequence[Line], begin: int) -> None:
 
 
 def detect_tables(lines: Sequence[Line], begin: int) -> list[tuple[int, int]]:
-    """§2.5.2: table blocks as (first_line, last_line); lines inside get kind "table"."""
+    """Table blocks as (first_line, last_line); lines inside get kind "table"
+    (docs/strategies.md#letter-7-finding-tables)."""
     tables: list[tuple[int, int]] = []
     i = begin
     while i < len(lines):
@@ -312,8 +316,8 @@ def _cell(line: Line) -> bool:
 
 def _cell_run(lines: Sequence[Line], i: int) -> int | None:
     """Last line of a table whose cells came out one per line (text extraction that loses the columns):
-    eight or more cell lines in a row, at least half of them figures or rules. The seed's two patterns
-    need two figures on a line, which such a table never has."""
+    eight or more cell lines in a row, at least half of them figures or rules. The two patterns of
+    docs/strategies.md#letter-7-finding-tables need two figures on a line, which such a table never has."""
     j, figures = i, 0
     while j < len(lines) and _cell(lines[j]):
         s = lines[j].text
@@ -371,7 +375,7 @@ def _extend_forward(lines: Sequence[Line], i: int) -> int:
 
 
 def _seed_table(body: Sequence[str]) -> bool:
-    """The seed's two deterministic patterns over >= 3 non-empty lines."""
+    """The two deterministic patterns of docs/strategies.md#letter-7-finding-tables over >= 3 non-empty lines."""
     if len(body) < 3:
         return False
     numeric = sum(1 for s in body if numeric_tokens(s) >= 2)

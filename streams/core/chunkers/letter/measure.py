@@ -13,7 +13,8 @@ TABLE_TOKENS = 16  # a table in a tier-1 chunk costs its placeholder line, not i
 
 @dataclass(frozen=True, slots=True)
 class Tiers:
-    """Seed 000's sizes: tier-1 sections of t1_min-t1_max tokens cut near t1_target; nothing below t2_min."""
+    """The letter's sizes (docs/strategies.md#letter-5-tiers-and-sizes): tier-1 sections of t1_min-t1_max tokens cut
+    near t1_target; nothing below t2_min."""
 
     t1_min: int
     t1_max: int

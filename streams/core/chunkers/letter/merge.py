@@ -1,6 +1,6 @@
-"""Stage 4, merge and repair: the §2.4 decision tree joins pieces below the minimum to a neighbour, then
-every cut that would break a sentence or a list (§5.2) is undone. A join above the maximum re-splits only
-at a clean cut."""
+"""Stage 4, merge and repair: the decision tree (docs/strategies.md#letter-6-merging-short-pieces) joins pieces below
+the minimum to a neighbour, then every cut that would break a sentence or a list
+(docs/strategies.md#letter-10-the-validation-gate) is undone. A join above the maximum re-splits only at a clean cut."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from streams.core.chunkers.letter.pieces import Piece
 
 
 def merge(text: str, pieces: Sequence[Piece], tokens: Tokens, tiers: Tiers) -> tuple[Piece, ...]:
-    """§2.4: the first short piece that is not exempt joins the neighbour its case names, until none is
-    left (or one piece is). A short piece found exempt keeps the reason in `exception`."""
+    """The merge tree (docs/strategies.md#letter-6-merging-short-pieces): the first short piece that is not exempt joins
+    the neighbour its case names, until none is left (or one piece is). A short piece found exempt keeps the reason in
+    `exception`."""
     out = list(pieces)
     guard = 0
     while guard < 10 * (len(out) + 1):
@@ -36,8 +37,9 @@ def merge(text: str, pieces: Sequence[Piece], tokens: Tokens, tiers: Tiers) -> t
 
 
 def _first_short(text: str, pieces: list[Piece], t1_min: int) -> int | None:
-    """Index of the first piece below `t1_min` that §4 does not exempt. Each short piece before it that is
-    exempt is replaced in `pieces` by itself with its `exception` set, which later rounds then read."""
+    """Index of the first piece below `t1_min` that the standalone exception
+    (docs/strategies.md#letter-6-merging-short-pieces) does not exempt. Each short piece before it that is exempt is
+    replaced in `pieces` by itself with its `exception` set, which later rounds then read."""
     for i, p in enumerate(pieces):
         if p.tokens >= t1_min:
             continue
@@ -50,7 +52,8 @@ def _first_short(text: str, pieces: list[Piece], t1_min: int) -> int | None:
 
 
 def _exemption(text: str, p: Piece, t1_min: int) -> str | None:
-    """§4: a short mistake confession or principle statement with a complete thought stays alone."""
+    """A short mistake confession or principle statement with a complete thought stays alone
+    (docs/strategies.md#letter-6-merging-short-pieces)."""
     body = text[p.blocks[0].start : p.blocks[-1].end]
     ctype = enrich.content_type(body, False)
     if ctype in {"mistake_confession", "principle_statement"} and enrich.complete_thought(body):
@@ -124,9 +127,9 @@ def rebalance(text: str, p: Piece, tokens: Tokens, tiers: Tiers, low: int) -> li
 
 
 def repair(text: str, pieces: Sequence[Piece], tokens: Tokens, tiers: Tiers) -> tuple[Piece, ...]:
-    """§5.2 describes what the output must be, so a cut that would end mid-sentence or split a list
-    (a heading mistaken mid-sentence, a page break inside a list) is undone: the two pieces join,
-    and a join above 800 tokens re-splits only at a clean cut."""
+    """The coherence check (docs/strategies.md#letter-10-the-validation-gate) describes what the output must be, so a
+    cut that would end mid-sentence or split a list (a heading mistaken mid-sentence, a page break inside a list) is
+    undone: the two pieces join, and a join above 800 tokens re-splits only at a clean cut."""
     out = list(pieces)
     i = 0
     while i + 1 < len(out):

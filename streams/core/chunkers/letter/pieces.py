@@ -1,5 +1,6 @@
-"""Stage 3, pieces (seed 000 §2.3): each section as tier-1 candidates, a section above the maximum cut at the
-allowed paragraph boundary nearest the target (at a sentence end when no paragraph boundary is allowed)."""
+"""Stage 3, pieces (docs/strategies.md#letter-5-tiers-and-sizes): each section as tier-1 candidates, a section above the
+maximum cut at the allowed paragraph boundary nearest the target (at a sentence end when no paragraph boundary is
+allowed)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,8 @@ def pieces(text: str, found: Sequence[Section], tokens: Tokens, tiers: Tiers) ->
 
 
 def split(text: str, section: Section, tokens: Tokens, tiers: Tiers) -> list[Piece]:
-    """§2.3: a section above 800 tokens splits at the paragraph boundary nearest 500."""
+    """A section above 800 tokens splits at the paragraph boundary nearest 500
+    (docs/strategies.md#letter-5-tiers-and-sizes)."""
     units = _units(text, section, tokens, tiers)
     out: list[Piece] = []
     while units:

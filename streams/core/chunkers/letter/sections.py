@@ -1,5 +1,5 @@
-"""Stage 2, sections (seed 000 §2.2): headers, separators, page breaks on a change of topic; the signature
-ends the letter body and whatever follows it is an appendix."""
+"""Stage 2, sections (docs/strategies.md#letter-4-section-boundaries): headers, separators, page breaks on a change of
+topic; the signature ends the letter body and whatever follows it is an appendix."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""contextual_summary (seed 000 §1.2): an offline, deterministic composer plus the validation gate.
+"""contextual_summary (docs/strategies.md#letter-3-the-contextual-summary): an offline, deterministic composer plus the
+validation gate.
 
 Summaries are composed from extracted facts (year, topic, companies, people, metrics, amounts, years)
 in sentence frames picked by a stable hash, then checked by `validate_summary`; any violation makes the
@@ -48,7 +49,7 @@ def _words(text: str) -> list[str]:
 
 
 def validate_summary(summary: str, chunk_text: str) -> list[str]:
-    """Every rule of §1.2 that `summary` breaks; empty when it passes."""
+    """Every rule of docs/strategies.md#letter-3-the-contextual-summary that `summary` breaks; empty when it passes."""
     problems: list[str] = []
     s = summary.strip()
     if not s:
@@ -213,8 +214,9 @@ def subject(topic: str) -> str:
 def compose(f: Facts, chunk_text: str, taken: Set[str]) -> str:
     """A valid summary not yet in `taken`: frames, subjects and follow-ups tried in a stable order.
 
-    §1.2 asks for a rewrite, never a summary that breaks a rule, so the last resort is still validated:
-    when every candidate is taken, a sentence naming the chunk's own distinctive words tells it apart."""
+    docs/strategies.md#letter-3-the-contextual-summary asks for a rewrite, never a summary that breaks a rule, so the
+    last resort is still validated: when every candidate is taken, a sentence naming the chunk's own distinctive words
+    tells it apart."""
     topics = [t for t in dict.fromkeys(subject(t) for t in f.topics) if t] or ["Berkshire's affairs that year"]
     f = replace(f, topics=topics)
     leads = LEADS_T2 if f.tier == 2 else LEADS_T1

@@ -1,6 +1,6 @@
-"""Stage 5, tables: each table's tier-2 chunk (seed 000 §2.5.3), the table with its lead-in and its
-interpretation, and its table_data (§2.5.4: name, one-sentence summary, header columns, rows split on
-2+ spaces)."""
+"""Stage 5, tables: each table's tier-2 chunk, the table with its lead-in and its interpretation, and its table_data
+(name, one-sentence summary, header columns, rows split on 2+ spaces):
+docs/strategies.md#letter-8-tier-2-table-chunks."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ def table_chunks(letter: Letter, tokens: Tokens, min_tokens: int) -> Mapping[int
 
 
 def table_chunk(letter: Letter, i: int, tokens: Tokens, min_tokens: int) -> TableChunk:
-    """§2.5.3: lead-in + table + interpretation, absorbing neighbours until >= `min_tokens` tokens."""
+    """Lead-in + table + interpretation, absorbing neighbours until >= `min_tokens` tokens
+    (docs/strategies.md#letter-8-tier-2-table-chunks)."""
     blocks = letter.body
     lo = hi = i
     lead = i > 0 and blocks[i - 1].kind == "para"
@@ -41,7 +42,9 @@ def table_chunk(letter: Letter, i: int, tokens: Tokens, min_tokens: int) -> Tabl
     lo -= 1 if lead else 0
     hi += 1 if interp else 0
     context = ["lead-in"] * lead + ["interpretation"] * interp
-    if not context:  # a heading or another table between: reach for the nearest paragraph (§5.2)
+    # A heading or another table between: reach for the nearest paragraph, so the chunk has narrative context
+    # (docs/strategies.md#letter-10-the-validation-gate).
+    if not context:
         near = _nearest_para(blocks, i)
         if near is not None:
             lo, hi = min(lo, near), max(hi, near)

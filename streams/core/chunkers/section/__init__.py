@@ -15,7 +15,8 @@ Phase 3: without any heading the paragraph fallback packs paragraphs to the same
 `is_critical` = the section is a requirement or evaluation_criteria section, or the chunk carries the
 requirement flag: the chunks a bid team must not miss.
 Stages: `headings` (phase 1's detection), `keywords` (section types and the requirement words),
-`chunker` (sections packed to the bounds, tables cut out, flags), and `filter`, seed 002's file filter
+`chunker` (sections packed to the bounds, tables cut out, flags), and `filter`, the file filter of
+docs/strategies.md#section-1-scope-and-the-file-filter
 (`file_filter_decision`), a pure function the publisher applies per document.
 """
 

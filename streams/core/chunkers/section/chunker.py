@@ -49,7 +49,7 @@ class _Piece:
     requirement_flag: bool
     sections: list[_Section]
     tokens: int
-    seed_table: bool = False  # a table by seed 002's wording rule (|, tab, pricing, CLIN, line item)
+    seed_table: bool = False  # a table by the wording rule of docs/strategies.md#section-5-tables
     shares: list[int] | None = None  # tokens per section, in `sections` order
 
     def joins(self, other: _Piece) -> bool:
@@ -73,8 +73,9 @@ class _Piece:
         return _Piece(span, self.is_table, keywords.in_piece(*span), sections or [owner], tokens, seed_table)
 
     def section_type(self, body: str) -> str:
-        """The type of the section that holds most of the chunk's tokens, "other" only when none has a
-        type; shall/must in an untyped chunk makes it a requirement (seed 002's requirement keywords)."""
+        """The type of the section that holds most of the chunk's tokens, "other" only when none has a type; shall/must
+        in an untyped chunk makes it a requirement (docs/strategies.md#section-3-section-types-and-requirement-flags).
+        """
         shares = self.shares or [self.tokens] * len(self.sections)
         typed: dict[str, int] = {}
         for section, share in zip(self.sections, shares, strict=False):

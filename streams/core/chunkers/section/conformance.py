@@ -14,8 +14,9 @@ _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
 
 
 def rules(records: Sequence[ChunkRecord], tokenizer: Tokenizer) -> list[Violation]:
-    """Seed 002 phase 2: a chunk with `|`, a tab, pricing, CLIN or line item is a table; one with shall
-    or must is a requirement (flag set, and never typed `other`)."""
+    """A chunk with `|`, a tab, pricing, CLIN or line item is a table (docs/strategies.md#section-5-tables); one with
+    shall or must is a requirement (docs/strategies.md#section-3-section-types-and-requirement-flags) (flag set, and
+    never typed `other`)."""
     out = []
     for r in records:
         m = r.metadata

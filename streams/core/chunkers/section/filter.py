@@ -1,5 +1,5 @@
-"""Seed 002's file filter: which files of a notice are the solicitation's text, and which are its forms,
-templates, questionnaires and samples.
+"""The file filter (docs/strategies.md#section-1-scope-and-the-file-filter): which files of a notice are the
+solicitation's text, and which are its forms, templates, questionnaires and samples.
 
 The words are read from the file name even where its spaces were lost (`Draft_RFPfor_Engineering_Services`,
 `StatementOfWork`, `statementofwork`), and, when the name decides nothing, from the document's own title

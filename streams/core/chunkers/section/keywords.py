@@ -1,4 +1,5 @@
-"""Section types by keyword (seed 002): what a heading or a body says it is, and the requirement words."""
+"""Section types by keyword (docs/strategies.md#section-3-section-types-and-requirement-flags): what a heading or a body
+says it is, and the requirement words."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ _REFERENCE_HEADING = re.compile(
     r"(?:glossary|abbreviations|acronyms|table of contents|list of attachments|attachments)\b",
     re.I,
 )
-# Seed 002 phase 2, as written: a chunk that contains `|`, a tab, pricing, CLIN or line item is a table.
+# The wording rule of docs/strategies.md#section-5-tables, as written: a chunk that contains `|`, a tab, pricing, CLIN
+# or line item is a table.
 _SEED_TABLE = re.compile(r"[|\t]|\b(?:pricing|clin|line item)\b", re.I)
 _SHALL = re.compile(r"\b(?:shall|must)\b", re.I)
 
@@ -167,7 +169,8 @@ class _Keywords:
 
 
 def classify_section(heading: str, body: str) -> str:
-    """Seed 002 section types: heading keywords decide, else the body's dominant keyword (>= 2 hits)."""
+    """Section types (docs/strategies.md#section-3-section-types-and-requirement-flags): heading keywords decide, else
+    the body's dominant keyword (>= 2 hits)."""
     return _classify(heading, lambda: _keyword_hits(body))
 
 

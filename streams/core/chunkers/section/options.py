@@ -9,8 +9,9 @@ from pydantic import Field, field_validator, model_validator
 from streams.core.chunkers.base import FRAGMENT_TOKENS
 from streams.core.options import StrategyOptions
 
-#: Seed 002's file filter keywords, and the acronyms of what it includes: statement of work, performance
-#: work statement, statement of objectives, quality assurance surveillance plan, RFx, and amendments.
+#: The file filter's keywords (docs/strategies.md#section-1-scope-and-the-file-filter), and the acronyms of
+#: what it includes: statement of work, performance work statement, statement of objectives, quality assurance
+#: surveillance plan, RFx, and amendments.
 FILTER_INCLUDE = (
     "scope",
     "requirement",
