@@ -27,6 +27,9 @@ from streams.core.document import assemble
 from streams.core.events import ChunkRecord, DocType, PageEvent
 from streams.core.options import OptionsError
 from streams.core.publish import publish
+from streams.embedding.stores import get_embedder
+from streams.ingest.files import page_events
+from streams.strategies import SENTENCE_UNITS
 
 if TYPE_CHECKING:
     from streams.embedding.model import Embedder
@@ -82,7 +85,6 @@ def chunk_file(
 ) -> list[ChunkRecord]:
     """Chunk a file (PDF, Markdown, text, DOCX, HTML, or page JSON) as `streams publish` would read it; the
     document type is detected from its text unless given. `embedder`: as for `chunk_text`."""
-    from streams.ingest.files import page_events
 
     kind = DocType(doc_type) if doc_type else None
     events = page_events(Path(path), doc_id=doc_id, doc_type=kind, amendment=amendment)
@@ -109,9 +111,6 @@ def _chunker(strategy: str, options_json: str, embedder: Embedder | None) -> Chu
         raise OptionsError(f"unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}")
     options = make_options(strategy, json.loads(options_json))
     if strategy in EMBEDDING_STRATEGIES and embedder is None:
-        from streams.embedding.stores import get_embedder
-        from streams.strategies import SENTENCE_UNITS
-
         embedder = get_embedder(long_texts=SENTENCE_UNITS)
     return get_chunker(strategy, options, embedder=embedder)
 

@@ -12,6 +12,8 @@ from pydantic import Field, SecretStr, ValidationInfo, create_model, field_valid
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from streams.core.chunkers import STRATEGIES
+from streams.core.metadata import PINECONE_METADATA_BYTES, check_key, vector_keys
+from streams.core.tenancy import TenantError, check_tenant
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
 #: `streams publish/tail/lag/search/replay` in another terminal find the running services unflagged.
@@ -398,8 +400,7 @@ class Settings(BaseSettings):
     @field_validator("vector_metadata_keys")
     @classmethod
     def _vector_keys(cls, value: str) -> str:
-        from streams.core.metadata import vector_keys
-        from streams.sinks.base import VECTOR_FIELDS
+        from streams.sinks.base import VECTOR_FIELDS  # lazy: the settings sit below the sinks
 
         vector_keys(value, VECTOR_FIELDS)  # MetadataError is a ValueError: one line, and no start
         return value
@@ -407,7 +408,6 @@ class Settings(BaseSettings):
     @field_validator("tenant_key")
     @classmethod
     def _tenant_key(cls, value: str) -> str:
-        from streams.core.metadata import check_key
 
         return check_key(value) if value else value  # MetadataError is a ValueError: one line, and no start
 
@@ -427,7 +427,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _within_pinecone(self) -> Settings:
-        from streams.core.metadata import PINECONE_METADATA_BYTES
 
         if self.vector_store == "pinecone" and self.vector_metadata_max_bytes > PINECONE_METADATA_BYTES:
             raise ValueError(
@@ -439,7 +438,6 @@ class Settings(BaseSettings):
     @property
     def vector_keys(self) -> dict[str, str]:
         """The allow-listed document metadata keys of every vector, with their types."""
-        from streams.core.metadata import vector_keys
 
         return vector_keys(self.vector_metadata_keys)
 
@@ -450,7 +448,6 @@ class Settings(BaseSettings):
 
     def tenant_scope(self, tenant: str | None) -> str:
         """The tenant a query is scoped to: required with tenancy on, refused without (one line each)."""
-        from streams.core.tenancy import TenantError, check_tenant
 
         if not self.tenant_key:
             if tenant:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from streams.core.chunkers import EMBEDDING_STRATEGIES, Chunker, get_chunker, make_options
+from streams.core.chunkers import EMBEDDING_STRATEGIES, OPTIONS, Chunker, get_chunker, make_options
 from streams.core.options import EMBEDDING_WORD_PIECES, OptionsError, StrategyOptions
 from streams.core.tokenizers import get_tokenizer
+from streams.embedding.stores import embedder_for
 from streams.settings import Settings
 
 #: How `semantic` and `cluster` embed their sentence units: as the model reads them, whatever
@@ -34,8 +35,6 @@ def build_chunker(
     """A chunker as the settings configure it; the embedding strategies get this process's embedder."""
     options = options_for(settings, strategy, overrides)
     if strategy in EMBEDDING_STRATEGIES and embedder is None:
-        from streams.embedding.stores import embedder_for
-
         embedder = embedder_for(settings, long_texts=SENTENCE_UNITS)
     return get_chunker(strategy, options, tokenizer=get_tokenizer(settings.tokenizer), embedder=embedder)
 
@@ -43,7 +42,6 @@ def build_chunker(
 def check_options(settings: Settings, strategies: Iterable[str] = ()) -> list[StrategyOptions]:
     """Validate the named strategies' options and every strategy given any setting, before anything
     starts: a bad value anywhere is one line (OptionsError) and the process refuses to start."""
-    from streams.core.chunkers import OPTIONS
 
     configured = [name for name in OPTIONS if getattr(settings, name, None)]
     names = list(dict.fromkeys([*strategies, *configured]))

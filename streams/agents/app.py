@@ -16,14 +16,22 @@ from streams.agents.delivery import DeliveryGate, GatedTable
 from streams.agents.transport import QuietMonitor, Transport, hold_empty_fetches
 from streams.codec.avro import AvroCodec, AvroDecodeError
 from streams.core.assembly import Assembler, Completed, Dead, Limits
-from streams.core.events import DeadLetter
+from streams.core.chunkers import ChunkingError
+from streams.core.chunkers import strategy as declared
+from streams.core.events import AssembledDocument, ChunkStatus, DeadLetter
+from streams.core.publish import Published, publish
+from streams.core.records import manifest_for, skipped_manifest
 from streams.core.sealed import Shredded
+from streams.core.versions import decide, delete
+from streams.embedding.model import EmbeddingUnavailable
+from streams.embedding.stores import embedder_for
 from streams.runtime import metrics as m
 from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
 from streams.runtime.keyring import codec_for
 from streams.runtime.redrive import letter_fields, skips
 from streams.runtime.redrive import read as read_redrive
 from streams.settings import Settings
+from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
 log = logging.getLogger("streams.agents")
 
@@ -284,14 +292,6 @@ def assembler_app(settings: Settings, topic_limit: int | None = None) -> faust.A
 
 def chunker_app(strategy: str, settings: Settings) -> faust.App:
     """Assembled documents in, Avro chunk records and status flips out, for one strategy."""
-    from streams.core.chunkers import ChunkingError
-    from streams.core.chunkers import strategy as declared
-    from streams.core.events import AssembledDocument, ChunkStatus
-    from streams.core.publish import Published, publish
-    from streams.core.records import manifest_for, skipped_manifest
-    from streams.core.versions import decide, delete
-    from streams.embedding.model import EmbeddingUnavailable
-    from streams.strategies import SENTENCE_UNITS, build_chunker, long_chunk_warning
 
     app = make_app(f"chunker-{strategy}", settings)
     codec = codec_for(settings)
@@ -305,8 +305,6 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
     gate: DeliveryGate = app.transport.delivery_gate
     embedder = None
     if declared(strategy).embeds:
-        from streams.embedding.stores import embedder_for
-
         # semantic and cluster read every document at the same moment: through the shared store they
         # embed its sentences from opposite ends (their declared `embed_order`) and meet in the middle. The
         # order is this worker's own embedder's, chosen here, never set on an embedder something else shares.

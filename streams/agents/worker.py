@@ -8,6 +8,7 @@ import logging
 import faust
 
 from streams.agents.app import assembler_app, chunker_app
+from streams.runtime.clients import check_dead_letter_topic, check_document_topic
 from streams.settings import Settings
 
 
@@ -53,7 +54,6 @@ def watch(app: faust.App, role: str, settings: Settings) -> None:
 
 
 def run(role: str, settings: Settings, loglevel: str = "WARNING") -> None:
-    from streams.runtime.clients import check_dead_letter_topic, check_document_topic
 
     # A topic that refuses what this worker accepts (a document, a dead letter): refuse to start.
     topic_limit = check_document_topic(settings) if role == "assembler" else None

@@ -12,6 +12,11 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from streams.core.chunkers import EMBEDDING_STRATEGIES
+from streams.embedding.stores import embedder_for
+from streams.settings import load_settings
+from streams.strategies import SENTENCE_UNITS, build_chunker
+
 if TYPE_CHECKING:
     from streams.embedding.model import Embedder
     from streams.settings import Settings
@@ -73,7 +78,6 @@ def usable_cores() -> int:
 def bench_settings() -> Settings:
     """The settings in-process measurements run with: embedding on one thread unless
     `STREAMS_EMBED_THREADS` says otherwise, so every candidate runs on one core."""
-    from streams.settings import load_settings
 
     settings = load_settings()
     if settings.embed_threads is None:
@@ -98,7 +102,6 @@ def bench_embedder(long_texts: str | None = None, backend: str | None = None) ->
     with `backend` and `long_texts` overriding them, and no shared store: a measurement must embed what
     it measures (inside `kept_vectors`, the file it names). Equal arguments give the same embedder, so one
     measurement can clear another's cache."""
-    from streams.embedding.stores import embedder_for
 
     settings = bench_settings()
     if backend is not None:
@@ -112,8 +115,6 @@ def bench_embedder(long_texts: str | None = None, backend: str | None = None) ->
 def bench_chunker(name: str, embedder: Any = None, overrides: Mapping[str, Any] | None = None) -> Any:
     """A strategy as the settings configure it (`STREAMS_<STRATEGY>__<OPTION>`, `--config`), with the
     bench's embedder (`bench_embedder`) unless one is given."""
-    from streams.core.chunkers import EMBEDDING_STRATEGIES
-    from streams.strategies import SENTENCE_UNITS, build_chunker
 
     if name in EMBEDDING_STRATEGIES and embedder is None:
         embedder = bench_embedder(SENTENCE_UNITS)

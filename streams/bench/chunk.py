@@ -18,9 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.bench import BenchError, Progress, single_core
-from streams.core.chunkers import EMBEDDING_STRATEGIES
+from streams.bench import BenchError, Progress, bench_chunker, bench_embedder, single_core
+from streams.bench.quality import chonkie_embeddings
+from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, ChunkingError, available_strategies
+from streams.core.document import assemble
 from streams.core.events import AssembledDocument
+from streams.core.tokenizers import get_tokenizer, tiktoken_encoding
+from streams.ingest.files import page_events
+from streams.strategies import SENTENCE_UNITS
 
 MB = 1_000_000
 BASELINE_CHUNK_TOKENS = 512
@@ -67,8 +72,6 @@ def corpus_paths(directory: Path | None, max_files: int | None = None) -> list[P
 
 def load_documents(paths: Sequence[Path]) -> list[AssembledDocument]:
     """Assemble each file exactly as the pipeline would (page events -> document stream)."""
-    from streams.core.document import assemble
-    from streams.ingest.files import page_events
 
     return [assemble(page_events(p)) for p in paths]
 
@@ -111,7 +114,6 @@ class Measurement:
 
 def _timed_pass(run: Runner, docs: Sequence[AssembledDocument], m: Measurement, keep_texts: bool) -> list[str]:
     """One pass over the corpus; a ChunkingError skips that document for good."""
-    from streams.core.chunkers import ChunkingError
 
     row: list[float | None] = []
     texts: list[str] = []
@@ -134,7 +136,6 @@ def _timed_pass(run: Runner, docs: Sequence[AssembledDocument], m: Measurement, 
 
 
 def _count_tokens(texts: list[str]) -> list[int]:
-    from streams.core.tokenizers import get_tokenizer
 
     return get_tokenizer().count_many(texts) if texts else []
 
@@ -162,13 +163,11 @@ def measure(
 
 
 def _encoding() -> Any:
-    from streams.core.tokenizers import tiktoken_encoding
 
     return tiktoken_encoding("cl100k_base")
 
 
 def _strategy(name: str) -> Candidate:
-    from streams.bench import bench_chunker
 
     bench_chunker(name)  # fail early (missing module or dependency) rather than inside the timing
 
@@ -250,7 +249,6 @@ def langchain_embeddings(embed: Callable[[list[str]], list[list[float]]]) -> Any
 def _stock_embedder() -> Any:
     """The baselines embed as their users would: sentence-transformers on torch, whatever backend the
     strategies are measured with."""
-    from streams.bench import bench_embedder
 
     return bench_embedder("truncate", backend="torch")
 
@@ -265,8 +263,6 @@ def _langchain_semantic() -> Runner:
 
 def _chonkie_semantic() -> Runner:
     from chonkie import SemanticChunker
-
-    from streams.bench.quality import chonkie_embeddings
 
     chunker = SemanticChunker(embedding_model=chonkie_embeddings(_stock_embedder()), chunk_size=BASELINE_CHUNK_TOKENS)
     return lambda doc: [c.text for c in chunker.chunk(doc.text)]
@@ -312,7 +308,6 @@ def _drafts_runner(chunker: Any) -> Runner:
 
 def _sentences(docs: Sequence[AssembledDocument]) -> list[list[str]]:
     """Per document, every sentence unit either embedding strategy embeds (deduplicated)."""
-    from streams.bench import bench_chunker
 
     units = [bench_chunker(name) for name in EMBEDDING_STRATEGIES]
     out = []
@@ -329,8 +324,6 @@ def _measure_embedding(
 ) -> tuple[dict[str, Measurement], dict[str, float]]:
     """Each strategy cold (cache cleared), `semantic` then `cluster` sharing the cache, and the time
     to embed every sentence once: the last two give `semantic_cluster_ratio`."""
-    from streams.bench import bench_chunker, bench_embedder
-    from streams.strategies import SENTENCE_UNITS
 
     embedder = bench_embedder(SENTENCE_UNITS)  # the one bench_chunker gives both strategies
     embedder.encode(["warm up the model"])  # load weights outside any timing
@@ -471,7 +464,6 @@ def run_chunk_bench(
 ) -> dict[str, Any]:
     """Measure strategies, baselines and the tiktoken floor; return the issue's JSON object
     (`corpus_bytes`, `results`) plus `ratios`, `targets`, `unavailable` and the run's settings."""
-    from streams.core.chunkers import STRATEGIES, available_strategies
 
     if repeats < 1:
         raise BenchError("--repeat must be at least 1")
@@ -564,8 +556,6 @@ def _run(
 
 
 def _clear_embedder_cache() -> None:
-    from streams.bench import bench_embedder
-    from streams.strategies import SENTENCE_UNITS
 
     bench_embedder().clear_cache()
     bench_embedder(SENTENCE_UNITS).clear_cache()

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import BenchError, Progress
+from streams.bench.pipeline import synthetic_documents
+from streams.settings import Settings
 
 #: Points of `streams/agents/transport.py` that a worker can run without (8 and 9 are about CPU, 11 about
 #: exactly-once; each has its own measurement).
@@ -97,9 +99,7 @@ def run_churn(
     min_churns: int = 4,
 ) -> dict[str, Any]:
     """One churn run (see the module's docstring) on its own broker and data directory."""
-    from streams.bench.pipeline import synthetic_documents
     from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-    from streams.settings import Settings
 
     env = {"PYTHONPATH": str(UNCORRECTED_DIR), "UNCORRECTED_POINTS": label(without)} if without else {}
     documents = synthetic_documents(docs, seed=seed)

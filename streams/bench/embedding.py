@@ -21,9 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from streams.bench import BenchError, Progress, environment, single_core
+from streams.bench import BenchError, Progress, bench_chunker, environment, single_core
 from streams.bench.pipeline import end_to_end, synthetic_documents
+from streams.core.chunkers import EMBEDDING_STRATEGIES
+from streams.core.document import assemble
 from streams.core.events import PageEvent
+from streams.embedding.model import Backend, Embedder, default_model_path
+from streams.embedding.onnx import OnnxSentenceModel, export
+from streams.settings import load_settings
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 
@@ -31,9 +36,6 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 def _sentences_and_chunks(docs: Sequence[list[PageEvent]]) -> tuple[list[str], dict[str, int], dict[str, float]]:
     """Every sentence unit either strategy embeds, the chunks each strategy makes in process, and each
     strategy's CPU ms per page with every vector already cached: its work other than the forward pass."""
-    from streams.bench import bench_chunker
-    from streams.core.chunkers import EMBEDDING_STRATEGIES
-    from streams.core.document import assemble
 
     chunkers = {name: bench_chunker(name) for name in EMBEDDING_STRATEGIES}
     assembled = [assemble(pages) for pages in docs]
@@ -55,7 +57,6 @@ def _sentences_and_chunks(docs: Sequence[list[PageEvent]]) -> tuple[list[str], d
 
 
 def forward_pass(sentences: list[str], pages: int, backends: Sequence[str], export_dir: Any) -> dict[str, Any]:
-    from streams.embedding.model import Backend, Embedder
 
     figures: dict[str, Any] = {}
     reference: np.ndarray | None = None
@@ -149,9 +150,6 @@ def graph_figures(sentences: list[str], export_dir: Path, rounds: int = 5) -> di
 
     import onnxruntime as ort
 
-    from streams.embedding.model import default_model_path
-    from streams.embedding.onnx import OnnxSentenceModel, export
-
     model_path = Path(default_model_path())
     config = json.loads((model_path / "config.json").read_text())
     built = export(model_path, export_dir, quantized=False)
@@ -220,7 +218,6 @@ def run_embedding_bench(
     progress: Progress | None = None,
     graphs: bool = True,
 ) -> dict[str, Any]:
-    from streams.settings import load_settings
 
     unknown = [b for b in backends if b not in BACKENDS]
     if unknown:

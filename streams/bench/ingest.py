@@ -48,9 +48,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streams.bench import BenchError, Progress
-from streams.bench.chunk import langchain_embeddings
+from streams.bench import BenchError, Progress, missing_packages
+from streams.bench.chunk import corpus_paths, langchain_embeddings
+from streams.bench.pipeline import group_cpu_seconds, synthetic_documents, usable_cores
+from streams.core.chunkers import ChunkingError
+from streams.core.document import assemble
 from streams.core.events import ChunkRecord, PageEvent
+from streams.core.options import DOC_TYPES
+from streams.core.publish import publish
+from streams.core.tokenizers import tiktoken_encoding
+from streams.embedding.model import Backend, Embedder
+from streams.ingest.files import IngestError, page_events
+from streams.runtime.clients import asked_again
+from streams.settings import Settings
+from streams.sinks.base import is_table
+from streams.strategies import build_chunker
 
 DEFAULT_DOCUMENTS = 60
 AMENDED_SHARE = 0.2  # of the documents, amended once
@@ -99,7 +111,6 @@ def _variant(pages: list[PageEvent], n: int, rng: random.Random) -> list[PageEve
 
 def _long_synthetic(count: int, seed: int) -> list[list[PageEvent]]:
     """`synthetic_documents`' pages, three documents' worth per document (4 to 14 pages, 9 on average)."""
-    from streams.bench.pipeline import synthetic_documents
 
     parts = synthetic_documents(3 * count, seed=seed)
     docs = []
@@ -125,7 +136,6 @@ def _long_synthetic(count: int, seed: int) -> list[list[PageEvent]]:
 def default_corpus(count: int = DEFAULT_DOCUMENTS, seed: int = 7) -> list[list[PageEvent]]:
     """The project's samples (first versions), a variant of a sample for every third document after them
     and long synthetic documents for the rest: 60 documents make about 400 pages."""
-    from streams.ingest.files import page_events
     from streams.ops.pipeline import sample_paths
 
     samples = [pages for pages in (page_events(p) for p in sample_paths()) if pages[0].amendment_number == 0]
@@ -140,8 +150,6 @@ def default_corpus(count: int = DEFAULT_DOCUMENTS, seed: int = 7) -> list[list[P
 
 def folder_corpus(folder: Path, count: int | None) -> list[list[PageEvent]]:
     """Each document of `folder` (what `streams publish` reads), its first version only, up to `count`."""
-    from streams.bench.chunk import corpus_paths
-    from streams.ingest.files import IngestError, page_events
 
     docs: dict[str, list[PageEvent]] = {}
     for path in corpus_paths(folder):
@@ -190,7 +198,6 @@ class PeerDocument:
 
 
 def as_text(docs: Sequence[list[PageEvent]]) -> list[PeerDocument]:
-    from streams.core.document import assemble
 
     return [PeerDocument(pages[0].doc_id, assemble(pages).text) for pages in docs]
 
@@ -219,7 +226,6 @@ class CountingEmbedder:
 
 def shared_embedder(settings: Any, threads: int) -> Any:
     """The vector sink's embedder as the settings build it (model, backend, long texts), on `threads`."""
-    from streams.embedding.model import Backend, Embedder
 
     backend = Backend(settings.embed_backend, settings.onnx_dir)
     return Embedder(
@@ -256,7 +262,6 @@ def llamaindex_embedding(counter: CountingEmbedder) -> Any:
 
 
 def _token_count() -> Callable[[str], int]:
-    from streams.core.tokenizers import tiktoken_encoding
 
     encoding = tiktoken_encoding("cl100k_base")
     return lambda text: len(encoding.encode_ordinary(text))
@@ -280,7 +285,6 @@ def _machine(before: float | None, after: float | None, seconds: float, own: flo
     cores were (1.0: never idle)."""
     if before is None or after is None:
         return {}
-    from streams.bench.pipeline import usable_cores
 
     busy = after - before
     return {
@@ -306,8 +310,6 @@ class LlamaIndexPeer:
         from llama_index.core.node_parser import SentenceSplitter
         from llama_index.core.storage.docstore import SimpleDocumentStore
         from llama_index.vector_stores.lancedb import LanceDBVectorStore
-
-        from streams.core.tokenizers import tiktoken_encoding
 
         class LanceDBStore(LanceDBVectorStore):
             def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -415,7 +417,6 @@ def _peer(name: str, folder: Path, counter: CountingEmbedder) -> LlamaIndexPeer 
 
 def peers_missing() -> list[str]:
     """The peers' packages that are not installed (`pip install -e '.[bench]'` brings them)."""
-    from streams.bench import missing_packages
 
     return missing_packages(
         {
@@ -513,7 +514,6 @@ class Expected:
 
     @property
     def vectors(self) -> list[ChunkRecord]:
-        from streams.sinks.base import is_table
 
         return [r for r in self.records if not is_table(r)]
 
@@ -523,10 +523,6 @@ class Expected:
 
 
 def expected(settings: Any, docs: Sequence[list[PageEvent]]) -> Expected:
-    from streams.core.chunkers import ChunkingError
-    from streams.core.document import assemble
-    from streams.core.publish import publish
-    from streams.strategies import build_chunker
 
     chunker = build_chunker(STRATEGY, settings)
     out = Expected()
@@ -596,7 +592,6 @@ def _after(before: StoreState, added: Expected, replaced: Expected) -> StoreStat
 def _produced(collector: Any, topic: str) -> int:
     """Messages ever written to `topic`, asked again while Kafka answers that a partition's leader is
     moving (it does for a while after the topics are created)."""
-    from streams.runtime.clients import asked_again
 
     return int(asked_again(lambda _left: collector.produced(topic), timeout=10.0))
 
@@ -660,10 +655,7 @@ def run_streams(
     timeout: float = TIMEOUT_S,
 ) -> list[dict[str, Any]]:
     """Both phases on a fresh stack on a broker of `kind`: assembler, `section`, both sinks."""
-    from streams.bench.pipeline import group_cpu_seconds, usable_cores
-    from streams.core.options import DOC_TYPES
     from streams.ops.pipeline import Collector, LocalPipeline, producer
-    from streams.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix=f"streams-bench-ingest-{kind}-") as tmp:
         settings = Settings(
@@ -758,7 +750,6 @@ def run_streams(
 
 def _warm_document() -> list[PageEvent]:
     """One short document, before any clock, through every pipeline; its text is in no corpus."""
-    from streams.bench.pipeline import synthetic_documents
 
     return synthetic_documents(1, seed=99)[0]
 
@@ -820,8 +811,6 @@ def run_ingest_bench(
 ) -> dict[str, Any]:
     """Both phases for LlamaIndex, LangChain and streams on each broker, one after another in this
     process tree: `results` (one row per pipeline and phase), `ratios` (per broker) and `targets`."""
-    from streams.bench.pipeline import usable_cores
-    from streams.settings import Settings
 
     os.environ.setdefault("LANCEDB_LOG", "error")  # LanceDB's Rust log says "creating a table" on stderr
     logging.getLogger("llama_index.vector_stores.lancedb").setLevel(logging.ERROR)  # and the integration too

@@ -19,6 +19,7 @@ from streams.core.events import PageEvent
 from streams.core.publish import publish
 from streams.ops.audit import audit, audit_stores, repair
 from streams.ops.pipeline import LocalPipeline, publish_pages
+from streams.runtime.lag import group_lag
 from streams.settings import Settings
 
 WORDS = [
@@ -92,7 +93,6 @@ def _settle(pipeline: LocalPipeline, quiet_s: float, timeout_s: float) -> None:
 
     A quiet period alone is not enough: the vector sink embedding a full batch is quiet for longer than
     that, and the first version of this bench counted such slow documents as lost."""
-    from streams.runtime.lag import group_lag
 
     settings = pipeline.settings
     deadline = time.monotonic() + timeout_s

@@ -12,10 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from streams.bench import bench_chunker
+from streams.codec.avro import AvroCodec
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord
 from streams.core.metadata import size_of
+from streams.core.publish import publish
+from streams.embedding.model import Embedder
 from streams.ingest.files import page_events
+from streams.runtime.keyring import KeyRing, SealingCodec
 
 #: A publisher's metadata as ingestion pipelines send it: provenance, dates, tags, tenant and 20 readers.
 METADATA: dict[str, Any] = {
@@ -38,7 +42,6 @@ VECTOR_KEYS = {"source_uri": "str", "year": "int", "created": "date", "tags": "l
 
 def _records(paths: list[Path], metadata: dict[str, Any], copies: int) -> list[ChunkRecord]:
     """Every document `copies` times under its own ids: enough chunks that a round is not a few milliseconds."""
-    from streams.core.publish import publish
 
     chunker = bench_chunker("section")
     out: list[ChunkRecord] = []
@@ -61,8 +64,6 @@ def _median_s(rounds: int, runs: dict[str, Callable[[int], None]]) -> dict[str, 
 
 
 def run(paths: list[Path], mongo_url: str, rounds: int = 5, copies: int = 20) -> dict[str, Any]:
-    from streams.codec.avro import AvroCodec
-    from streams.embedding.model import Embedder
     from streams.sinks.lance_target import LanceTarget
     from streams.sinks.mongo import MongoSink
     from streams.sinks.vectors import VectorSink
@@ -131,9 +132,6 @@ def _sealing(records: list[ChunkRecord], mongo_url: str, rounds: int) -> dict[st
     """What document keys cost a chunk record: its bytes sealed, and encode plus decode per second, plain and
     sealed (keys warm in the ring's cache, as a worker's are within a document)."""
     from pymongo import MongoClient
-
-    from streams.codec.avro import AvroCodec
-    from streams.runtime.keyring import KeyRing, SealingCodec
 
     client: MongoClient = MongoClient(mongo_url)
     try:

@@ -26,8 +26,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from streams.bench import BenchError, Progress, single_core
+from streams.bench import BenchError, Progress, bench_chunker, single_core
+from streams.bench.chunk import _clear_embedder_cache
+from streams.codec.avro import AvroCodec
+from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, ChunkingError, make_options
+from streams.core.document import assemble
 from streams.core.events import PageEvent
+from streams.core.options import DOC_TYPES
+from streams.core.publish import publish
+from streams.runtime.procs import groups_cpu_s
+from streams.settings import Settings
 
 TOPICS = ["harbour", "ledger", "turbine", "orchard", "contract", "sensor", "granite", "invoice", "bridge", "tariff"]
 VOCABULARY = (
@@ -42,8 +50,6 @@ WORDS = VOCABULARY.split()
 def bench_doc_type(strategies: Sequence[str]) -> str:
     """A document type every strategy takes (`doc_types`; generic when all do), so the bench measures
     chunking rather than documents skipped as not applicable."""
-    from streams.core.chunkers import make_options
-    from streams.core.options import DOC_TYPES
 
     taken = [set(make_options(s).doc_types) for s in strategies]
     common = [t for t in ("generic", *DOC_TYPES) if all(t in types for types in taken)]
@@ -93,8 +99,6 @@ def synthetic_documents(count: int, seed: int = 17, doc_type: str = "generic") -
 
 
 def _forget_embeddings(strategies: Sequence[str]) -> None:
-    from streams.bench.chunk import _clear_embedder_cache
-    from streams.core.chunkers import EMBEDDING_STRATEGIES
 
     if any(s in EMBEDDING_STRATEGIES for s in strategies):
         _clear_embedder_cache()
@@ -108,11 +112,6 @@ def in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repea
 
 
 def _in_process(docs: Sequence[list[PageEvent]], strategies: Sequence[str], repeats: int) -> dict[str, Any]:
-    from streams.bench import bench_chunker
-    from streams.codec.avro import AvroCodec
-    from streams.core.chunkers import ChunkingError
-    from streams.core.document import assemble
-    from streams.core.publish import publish
 
     codec = AvroCodec()
     wire = [[page.model_dump_json().encode() for page in pages] for pages in docs]
@@ -192,7 +191,6 @@ def _wait_for_chunks(
 
 def group_cpu_seconds(groups: dict[str, int]) -> dict[str, float] | None:
     """CPU seconds of each process group, reaped children included; None without /proc."""
-    from streams.runtime.procs import groups_cpu_s
 
     return groups_cpu_s(groups, reaped=True) if os.path.isdir("/proc") else None
 
@@ -225,7 +223,6 @@ def end_to_end(
     """One run on a fresh broker of `broker_kind` with `replicas` workers per role; `expected_chunks` is
     what in-process chunking made of the same documents, `expected_dead` the (doc_id, stage) it refused."""
     from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-    from streams.settings import Settings
 
     with tempfile.TemporaryDirectory(prefix="streams-bench-") as tmp:
         settings = Settings(
@@ -351,7 +348,6 @@ def run_pipeline_bench(
 ) -> dict[str, Any]:
     """`pages_per_s`, `chunks_per_s`, `latency_ms`, `in_process_pages_per_s`, `ratio_to_in_process`,
     `scaling`, plus the run's settings and the two-worker run's own figures, on a broker of `broker_kind`."""
-    from streams.core.chunkers import STRATEGIES
 
     chosen = list(strategies or ["section"])
     unknown = [s for s in chosen if s not in STRATEGIES]

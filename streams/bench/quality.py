@@ -31,8 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from streams.bench import BenchError, Progress
-from streams.core.chunkers import strategy
+from streams.bench import BenchError, Progress, bench_chunker, bench_embedder, bench_settings
+from streams.bench.gold import GoldError, build_document, gold_names, load_gold, span_problems
+from streams.bench.loco import GRIDS, run_loco
+from streams.bench.variants import ORIGINAL, VARIANTS, map_range, parse_variants, trimmed
+from streams.core.chunkers import STRATEGIES, strategy
+from streams.core.document import assemble
+from streams.core.events import PageEvent
+from streams.core.records import embedding_text
+from streams.core.text import heading_lines, nearest_heading
+from streams.core.tokenizers import get_tokenizer, tiktoken_encoding
+from streams.embedding.stores import cache_stats
+from streams.settings import load_settings
+from streams.strategies import options_for
 
 Range = tuple[int, int]
 DEFAULT_STRATEGIES = ("window", "section", "semantic", "cluster", "hybrid", "letter", "finance")
@@ -199,7 +210,6 @@ def chroma_questions(directory: Path, corpus_id: str, text: str) -> int:
 def load_gold_eval_set(shared: Path, names: Sequence[str]) -> EvalSet:
     """The project's gold corpora, each rebuilt from ../shared/corpora as its file says; a text whose
     hash moved is an error (its offsets would score the wrong characters), not a warning."""
-    from streams.bench.gold import GoldError, build_document, load_gold, span_problems
 
     if not shared.is_dir():
         raise BenchError(f"{shared}: shared corpora directory not found (the gold corpora are built from it)")
@@ -248,7 +258,6 @@ def merge_eval_sets(sets: Sequence[EvalSet]) -> EvalSet:
 
 def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
     """`--corpora` values (comma lists allowed) -> (Chroma's corpora?, gold corpus names in order)."""
-    from streams.bench.gold import gold_names, load_gold
 
     known = gold_names()
     held_out = [n for n in known if load_gold(n).held_out]  # each file read once, not once per group
@@ -271,8 +280,6 @@ def parse_corpora(selection: Sequence[str]) -> tuple[bool, list[str]]:
 def _document(eval_set: EvalSet, corpus_id: str) -> Any:
     """The ingested document when there is one; else one page holding the corpus verbatim, so stream
     offsets equal corpus offsets (its type detected from the text, as the assembler does)."""
-    from streams.core.document import assemble
-    from streams.core.events import PageEvent
 
     if corpus_id in eval_set.documents:
         return eval_set.documents[corpus_id]
@@ -296,9 +303,6 @@ def strategy_chunks(name: str, eval_set: EvalSet, overrides: dict[str, Any] | No
     """A strategy's drafts; the range is the draft's own (clipped to the corpus, whose stream has a
     trailing page separator), the embedded text what the vector sink would embed (its heading too, for
     the strategies in STREAMS_EMBED_CONTEXT)."""
-    from streams.bench import bench_chunker
-    from streams.core.records import embedding_text
-    from streams.settings import load_settings
 
     chunker = bench_chunker(name, overrides=overrides)
     contextual = name in load_settings().embed_context  # embed what the vector sink embeds
@@ -337,8 +341,6 @@ def langchain_recursive(size: int, separators: list[str] | None = None) -> Calla
     """LangChain recursive at `size` cl100k tokens, no overlap (the offline encoding's length); LangChain's
     separators unless others are given."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-    from streams.core.tokenizers import tiktoken_encoding
 
     encoding = tiktoken_encoding("cl100k_base")
     splitter = RecursiveCharacterTextSplitter(
@@ -430,8 +432,6 @@ def chonkie_embeddings(embedder: Any) -> Any:
     cl100k tokenizer, so chonkie's `chunk_size` is in the same tokens as everything else."""
     from chonkie.embeddings import BaseEmbeddings
 
-    from streams.core.tokenizers import tiktoken_encoding
-
     class StreamsEmbeddings(BaseEmbeddings):
         def embed(self, text: str) -> np.ndarray:
             return embedder.encode([text])[0]
@@ -451,8 +451,6 @@ def chonkie_embeddings(embedder: Any) -> Any:
 
 def chonkie_semantic_chunks(eval_set: EvalSet, threshold: float, chunk_size: int) -> list[Chunk]:
     from chonkie import SemanticChunker
-
-    from streams.bench import bench_embedder
 
     chunker = SemanticChunker(
         embedding_model=chonkie_embeddings(bench_embedder("truncate")),
@@ -482,7 +480,6 @@ CHROMA_MATCH_SIZES = (100, 150, 200, 250, 300, 400)
 def chroma_pieces(eval_set: EvalSet) -> dict[str, tuple[list[Chunk], np.ndarray]]:
     """Chroma's first stage, corpus by corpus: the 50-token pieces (a recursive split on "\n\n", "\n",
     ".", "?", "!", " ", "") and their pairwise cosine similarities. Every max_chunk_size shares them."""
-    from streams.bench import bench_embedder
 
     split = langchain_recursive(CHROMA_PIECE_TOKENS, ["\n\n", "\n", ".", "?", "!", " ", ""])
     embedder = bench_embedder("truncate")
@@ -674,7 +671,6 @@ def worst_corpus(result: dict[str, Any]) -> tuple[str, dict[str, float]] | None:
 
 
 def mean_tokens(chunks: Sequence[Chunk]) -> float:
-    from streams.core.tokenizers import get_tokenizer
 
     counts = get_tokenizer().count_many([c.text for c in chunks])
     return sum(counts) / len(counts) if counts else 0.0
@@ -705,8 +701,6 @@ def _match_mean(
 def with_heading(chunks: Sequence[Chunk], eval_set: EvalSet) -> list[str]:
     """Each chunk's text to embed with the nearest heading at or before its start prepended (the plain
     text and range are what is scored and returned)."""
-    from streams.core.records import embedding_text
-    from streams.core.text import heading_lines, nearest_heading
 
     headings = {cid: heading_lines(text) for cid, text in eval_set.corpora.items()}
     return [embedding_text(c.text, [nearest_heading(headings[c.corpus_id], c.start)]) for c in chunks]
@@ -725,8 +719,6 @@ def evaluate(
     `retrieved_tokens` is the mean size of the chunks retrieved, question by question: retrieval favours
     a chunker's larger chunks, and IoU divides by what is retrieved, so two chunkers of one mean size but
     unequal spread differ in IoU by that much before any boundary does."""
-    from streams.bench import bench_embedder
-    from streams.core.tokenizers import get_tokenizer
 
     if not chunks:
         raise BenchError("no chunks to evaluate")
@@ -1040,7 +1032,6 @@ def variant_eval_set(eval_set: EvalSet, name: str) -> EvalSet:
     """The whole pool in one shape: every corpus transformed, every question's ranges mapped onto it
     (a question whose evidence the variant removed entirely is dropped), each corpus as plain text of
     one page (an ingested document's pages are joined as its stream already is)."""
-    from streams.bench.variants import ORIGINAL, VARIANTS, map_range, trimmed
 
     if name == ORIGINAL:
         return eval_set
@@ -1070,8 +1061,6 @@ SIZE_TOLERANCE = 0.2
 
 def cluster_target_tokens() -> int | None:
     """`cluster`'s `target_tokens` as the settings configure it (None: it states no target)."""
-    from streams.bench import bench_settings
-    from streams.strategies import options_for
 
     return getattr(options_for(bench_settings(), "cluster"), "target_tokens", None)
 
@@ -1099,7 +1088,6 @@ def _variant_report(
     """One variant of the whole pool: `semantic` and `cluster` (those chosen), Chroma's cluster chunker
     (max 200, and sized to `cluster`'s mean corpus by corpus) and the recursive split at `semantic`'s
     size, with the same targets as the original pool."""
-    from streams.bench import bench_embedder
 
     shaped = variant_eval_set(eval_set, variant)
     question_vectors = bench_embedder().encode([q.text for q in shaped.questions])
@@ -1151,9 +1139,6 @@ def run_quality(
 
     `variants` (streams.bench.variants, other than `original`) scores the pool again in each shape: the
     whole pool transformed at once, so retrieval is as hard as on the original."""
-    from streams.bench import bench_embedder
-    from streams.core.chunkers import STRATEGIES
-    from streams.embedding.stores import cache_stats
 
     if k < 1:
         raise BenchError("--k must be at least 1")
@@ -1172,8 +1157,6 @@ def run_quality(
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown:
         raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
-    from streams.bench.loco import GRIDS
-    from streams.bench.variants import ORIGINAL, parse_variants
 
     shapes = [v for v in parse_variants(variants) if v != ORIGINAL] if variants else []
     grid_steps = sum(len(GRIDS.get(n, [{}])) for n in chosen) if loco else 0
@@ -1208,7 +1191,6 @@ def run_quality(
             skipped[name] = f"{type(exc).__name__}: {exc}"
     loco_report: dict[str, Any] = {}
     if loco:
-        from streams.bench.loco import run_loco
 
         def evaluate_setting(name: str, options: dict[str, Any]) -> dict[str, Any]:
             return evaluate(strategy_chunks(name, eval_set, options), eval_set, question_vectors, k)

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from streams.core.doctype import CONFIDENCE_KEY, EVIDENCE_KEY, SOURCE_KEY
+from streams.core.document import assemble
 from streams.core.events import DocType
+from streams.ingest.files import page_events
 
 ROUTING_SET = Path(__file__).resolve().parent / "routing_set"
 TYPES = [str(t) for t in DocType]
@@ -49,9 +52,6 @@ def load_set(folder: Path = ROUTING_SET) -> list[Labelled]:
 
 def classify(item: Labelled) -> dict[str, Any]:
     """One document through the publisher's reader and the assembler, as the bus would type it."""
-    from streams.core.doctype import CONFIDENCE_KEY, EVIDENCE_KEY, SOURCE_KEY
-    from streams.core.document import assemble
-    from streams.ingest.files import page_events
 
     doc = assemble(page_events(item.path))
     return {

@@ -13,12 +13,14 @@ from pymongo import MongoClient, ReplaceOne
 from streams.bench import bench_chunker
 from streams.core.document import assemble
 from streams.core.events import ChunkRecord
+from streams.core.publish import publish
+from streams.core.versions import decide
+from streams.embedding.model import Embedder
 from streams.ingest.files import page_events
+from streams.sinks.mongo import MongoSink, chunk_document
 
 
 def version_records(issued: Path, amended: Path, strategy: str = "section") -> dict[int, list[ChunkRecord]]:
-    from streams.core.publish import publish
-    from streams.core.versions import decide
 
     chunker = bench_chunker(strategy)
     out: dict[int, list[ChunkRecord]] = {}
@@ -34,9 +36,7 @@ def version_records(issued: Path, amended: Path, strategy: str = "section") -> d
 
 
 def run(issued: Path, amended: Path, mongo_url: str) -> dict[str, Any]:
-    from streams.embedding.model import Embedder
     from streams.sinks.lance_target import LanceTarget
-    from streams.sinks.mongo import MongoSink, chunk_document
     from streams.sinks.vectors import VectorSink
 
     versions = version_records(issued, amended)

@@ -17,6 +17,7 @@ from typing import Any
 
 from streams.bench import BenchError, Progress
 from streams.bench.pipeline import bench_doc_type, synthetic_documents, warm_up
+from streams.settings import Settings
 
 
 def rss_mib(pid: int) -> float | None:
@@ -50,7 +51,6 @@ def run_soak(
 ) -> dict[str, Any]:
     """Publish at a steady rate for `minutes`, sample RSS per worker, then check every document came out."""
     from streams.ops.pipeline import Collector, LocalPipeline, producer
-    from streams.settings import Settings
 
     chosen = list(strategies or ["section"])
     if minutes <= 0 or pages_per_s <= 0:

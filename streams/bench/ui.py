@@ -15,7 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from streams.core.document import assemble
 from streams.core.events import DocType, PageEvent
+from streams.core.publish import publish
+from streams.ingest.files import page_events
+from streams.ops.embedded import broker, document_store, free_port
+from streams.settings import Settings
+from streams.strategies import build_chunker
+from streams.ui.browser import headless_chromium
 
 #: The vocabulary of the synthetic document, one string so the list stays short to read.
 _VOCABULARY = (
@@ -67,15 +74,9 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
     import httpx
     import uvicorn
 
-    from streams.core.document import assemble
-    from streams.core.publish import publish
-    from streams.ingest.files import page_events
-    from streams.ops.embedded import broker, document_store, free_port
     from streams.ops.pipeline import publish_pages, sample_paths
     from streams.ops.topics import ensure_topics
-    from streams.settings import Settings
     from streams.sinks.mongo import MongoSink
-    from streams.strategies import build_chunker
     from streams.ui.app import create_app
 
     with tempfile.TemporaryDirectory(prefix="bench-ui-") as tmp:
@@ -154,7 +155,6 @@ def run_ui_bench(pages: int, rounds: int, progress: Callable[[str, int, int], No
 def _browser_timings(base: str, results: dict[str, Any], rounds: int) -> str:
     """Navigation timing of the two-strategy view in headless chromium (when installed): the page as a
     person gets it, parsed and laid out, not only served. Returns why it was skipped, or ""."""
-    from streams.ui.browser import headless_chromium
 
     try:
         driver = headless_chromium()

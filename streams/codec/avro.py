@@ -19,6 +19,8 @@ from typing import Any
 import fastavro
 from fastavro.schema import expand_schema, fingerprint, parse_schema, to_parsing_canonical_form
 
+from streams.core.sealed import Shredded, envelope
+
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"  # streams/schemas links to the top-level schemas/
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 CONFLUENT_MAGIC = 0
@@ -168,8 +170,6 @@ class AvroCodec:
 
     def decode(self, subject: str, data: bytes) -> dict[str, Any]:
         if data[:2] == SEALED_MAGIC:  # a document key's record, and this codec holds no key ring
-            from streams.core.sealed import Shredded, envelope
-
             raise Shredded(envelope(data)[0], "sealed with a document key, and STREAMS_DOCUMENT_KEYS is off here")
         reader = self.schemas.current[subject]
         if data[:2] == SINGLE_OBJECT_MARKER and len(data) >= 10:

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from streams.core.metadata import as_text, clean
+
 
 class DocType(StrEnum):
     letter = "letter"
@@ -63,7 +65,6 @@ class PageEvent(BaseModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _metadata_contract(cls, value: Any) -> Any:
-        from streams.core.metadata import clean
 
         return clean(value)
 
@@ -100,7 +101,6 @@ class AssembledDocument(BaseModel):
 
     def meta(self, key: str, default: str = "") -> str:
         """One metadata value as the strategies read it: text (streams.core.metadata.as_text)."""
-        from streams.core.metadata import as_text
 
         return as_text(self.metadata[key]) if key in self.metadata else default
 

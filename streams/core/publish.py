@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from streams.core.chunkers.base import Chunker
+from streams.core.doctype import GIVEN, routing
 from streams.core.events import AssembledDocument, ChunkRecord
+from streams.core.records import build_records
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,6 @@ def not_applicable(doc: AssembledDocument, chunker: Chunker) -> str:
 
 def _how_typed(doc: AssembledDocument) -> str:
     """Why the document has its type, when the publisher did not give it: the detector's evidence."""
-    from streams.core.doctype import GIVEN, routing
 
     decided = routing(doc.metadata)
     if decided is None or decided["source"] == GIVEN:
@@ -48,7 +49,6 @@ def _how_typed(doc: AssembledDocument) -> str:
 
 def publish(doc: AssembledDocument, chunker: Chunker, is_latest_version: bool = True) -> Published:
     """The records `chunker`'s strategy publishes for `doc` (raises ChunkingError on a refusal)."""
-    from streams.core.records import build_records
 
     reason = not_applicable(doc, chunker)
     if reason:

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from streams.core.chunkers.base import EmbeddingUnavailable
+from streams.core.records import content_hash
 from streams.embedding.files import model_fingerprint, sentence_config
 from streams.embedding.graph import GRAPH
 
@@ -64,7 +65,6 @@ def default_model_path() -> str:
 
 def embedding_key(text: str) -> str:
     """The cache key of a text: its chunk `content_hash` (sha256 of the normalised text)."""
-    from streams.core.records import content_hash
 
     return content_hash(text)
 

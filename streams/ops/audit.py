@@ -36,13 +36,18 @@ from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
 from streams.core.sealed import Shredded
 from streams.core.tenancy import qualify, tenant_in
+from streams.embedding.stores import embedder_for
+from streams.ops.lag import active_groups
+from streams.ops.redrive import letters, redriven
 from streams.ops.tail import read_topic, reader
 from streams.runtime.clients import group_id
 from streams.runtime.keyring import codec_for
-from streams.settings import Settings
+from streams.runtime.lag import group_lag, known_groups
+from streams.settings import UP_FILE, Settings
 from streams.sinks.base import STORED, ChunkSink
+from streams.sinks.factory import vector_sink
 from streams.sinks.ledger import indexed_event
-from streams.strategies import build_chunker
+from streams.strategies import build_chunker, options_for
 
 log = logging.getLogger("streams.audit")
 
@@ -180,7 +185,6 @@ def read_ledger(
             ledger.deleted.add(doc_id)
         else:
             ledger.deleted.discard(doc_id)
-    from streams.ops.redrive import letters, redriven
 
     gone = redriven(settings)  # a re-driven letter is no gap: its record's fate since is what counts
     for item in letters(settings, on_message=on_message):
@@ -195,8 +199,6 @@ def deployed_strategies(settings: Settings, ledger: Ledger | None = None) -> tup
     strategy with a manifest on the topic. Checking a default of one strategy against a deployment of
     seven said "no gaps" about six it never looked at."""
     import json
-
-    from streams.settings import UP_FILE
 
     try:
         up = json.loads((settings.data_dir / UP_FILE).read_text())
@@ -215,7 +217,6 @@ def lineage(settings: Settings, strategy: str) -> str:
     """The chunker version the running workers label their records with (options included)."""
     if settings.chunker_version:
         return settings.chunker_version
-    from streams.strategies import options_for
 
     version = str(strategy_class(strategy).version)
     tag = options_for(settings, strategy).lineage_tag()
@@ -356,8 +357,6 @@ def group_lags(settings: Settings, strategies: list[str], stores: list[str] | No
     """The total lag of the assembler, the strategies' chunkers and the sinks of `stores` (all when None), for
     the groups the broker knows (that joined or committed): a group nothing ever ran is working on nothing, so
     what it would write is missing, not pending."""
-    from streams.ops.lag import active_groups
-    from streams.runtime.lag import group_lag, known_groups
 
     sinks = {group_id(settings, f"sink-{name}") for name in stores} if stores is not None else None
     running = active_groups(settings)
@@ -515,9 +514,6 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
 
             stores.append(MongoSink.of(settings))
         elif name == "vectors":
-            from streams.embedding.stores import embedder_for
-            from streams.sinks.factory import vector_sink
-
             stores.append(vector_sink(settings, embedder_for(settings)))  # loads no model until asked to encode
         else:
             raise ValueError(f"unknown store {name!r}: use mongo or vectors")

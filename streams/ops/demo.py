@@ -17,6 +17,7 @@ from streams.ops.embedded import ServiceError
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages, sample_paths
 from streams.runtime.procs import group_cpu_s
 from streams.settings import Settings
+from streams.sinks.base import is_table
 
 #: Strategies the demo runs by default: all that are built and need no model download.
 #: What the demo runs: every registered strategy its declaration does not keep out (a live view).
@@ -257,7 +258,6 @@ class _StoreCounts:
 
 def _wanted(records: list) -> dict[str, tuple[int, int]]:
     """What the stores hold once complete: every chunk in MongoDB, every non-table chunk as a vector."""
-    from streams.sinks.base import is_table
 
     latest_ids = _latest_ids(records)
     return {

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.ops.groups import GroupJanitor
+from streams.ops.kafka import kafka_broker, kafka_cluster
 from streams.ops.processes import EmbeddedProcess, ServiceError, free_port, installed_binary, wait_for_port
 
 
@@ -51,7 +52,6 @@ def broker(data_dir: Path, port: int | None = None, kind: str | None = None, nod
     if nodes > 1:
         if kind != "kafka" and (kind is not None or FACTORY_OVERRIDES.get("broker") is None):
             raise ServiceError(f"noida-db runs one node; a cluster of {nodes} is Apache Kafka's (--broker kafka)")
-        from streams.ops.kafka import kafka_cluster
 
         cluster = kafka_cluster(data_dir, nodes)
         cluster.throwaway = bool(FACTORY_OVERRIDES.get("broker"))  # a test's: nothing reads its data again
@@ -59,8 +59,6 @@ def broker(data_dir: Path, port: int | None = None, kind: str | None = None, nod
     if override := FACTORY_OVERRIDES.get("broker"):
         return override(data_dir, port)
     if kind == "kafka":
-        from streams.ops.kafka import kafka_broker
-
         return kafka_broker(data_dir, port)
     if kind not in (None, "noida"):
         raise ServiceError(f"unknown broker kind {kind!r}: choose one of {', '.join(BROKER_KINDS)}")

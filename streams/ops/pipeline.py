@@ -20,6 +20,7 @@ from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, Producer, TopicPa
 from streams.core.events import ChunkRecord, DeadLetter, DocumentManifest, PageEvent
 from streams.core.sealed import Shredded
 from streams.ops.embedded import EmbeddedProcess, ServiceError, broker, document_store, free_port
+from streams.ops.lag import active_groups, lag_report
 from streams.ops.topics import ensure_topics
 from streams.polling import quiet_consumer
 from streams.runtime import metrics
@@ -33,7 +34,8 @@ from streams.runtime.clients import (
     producer,
     reached_ends,
 )
-from streams.runtime.keyring import codec_for
+from streams.runtime.keyring import codec_for, page_sealer
+from streams.runtime.lag import group_lag, known_groups
 from streams.runtime.watchdog import EX_STALLED
 from streams.settings import SETTINGS_ENV, Settings, is_setting_variable
 
@@ -61,7 +63,6 @@ class Refusals(DeliveryReports):
 def publish_pages(settings: Settings, events: Iterable[PageEvent | tuple[bytes, bytes]], on_sent=None) -> int:
     """Publish page events (or raw key/value pairs, for hostile input) keyed by doc_id; with document keys
     on, each page sealed with its document's key, so a purge erases it on the pages topic too."""
-    from streams.runtime.keyring import page_sealer
 
     refusals = Refusals()
     out = producer(settings, refusals)
@@ -238,7 +239,6 @@ class Collector:
         committed to the end of their inputs (all they were given is written), and the collector has read its
         topics to their end offsets. An event to wait for, where a quiet spell only hoped to catch a late
         duplicate; raises ServiceError with where the groups stood if it does not come."""
-        from streams.runtime.lag import group_lag, known_groups
 
         deadline = time.monotonic() + timeout
         writers = {group_id(self.settings, "assembler")} | {group_id(self.settings, f"chunker-{s}") for s in strategies}
@@ -291,7 +291,6 @@ CRASH_LOOP = (5, 60.0)  # this many crashes within this many seconds: the role i
 def where_groups_stood(settings: Settings) -> str:
     """Where the stream stood: each group's lag and whether the broker lists it (a stalled rebalance shows
     as a listed group whose lag does not move), so a timeout says which stage stopped."""
-    from streams.ops.lag import active_groups, lag_report
 
     try:
         listed = active_groups(settings)

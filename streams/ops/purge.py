@@ -24,7 +24,10 @@ from typing import Any
 
 from streams.core.records import content_hash, embedding_text
 from streams.core.tenancy import qualify
+from streams.embedding.stores import open_store
+from streams.runtime.keyring import KeyRing
 from streams.settings import ConfigError, Settings
+from streams.sinks.factory import vector_target
 
 PURGES_COLLECTION = "purges"
 #: What the receipt says of the topics, by whether their records were sealed.
@@ -80,8 +83,6 @@ def purge(
 ) -> Receipt:
     """Purge the documents `doc_ids` (the tenant's own ids with tenancy on), or, with none named, every
     document of `tenant`. The receipt is kept and returned."""
-    from streams.embedding.stores import open_store
-    from streams.sinks.factory import vector_target
     from streams.sinks.mongo import MongoSink
 
     scope = settings.tenant_scope(tenant)
@@ -98,8 +99,6 @@ def purge(
             docs = sorted({*docs, *(qualify(scope, d) for d in doc_ids)})
         receipt = Receipt(uuid.uuid4().hex, scope, docs, int(time.time() * 1000), whole_tenant=whole)
         if settings.document_keys:
-            from streams.runtime.keyring import KeyRing
-
             on_step("deleting the document keys")
             keys = KeyRing.of(settings)
             gone = keys.delete(tenant=scope) if whole else keys.delete(docs)

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from streams.embedding.stores import embedder_for
 from streams.settings import Settings
+from streams.sinks.factory import vector_target
+from streams.sinks.filters import parse, readable_by
 
 
 def search(
@@ -20,9 +23,6 @@ def search(
     """The `k` nearest latest chunks meeting every filter (`year>=2024`, `tags=a|b`), and only those that
     `principal` may read when one is given (streams.sinks.filters; FilterError: one line). With tenancy on
     the search is `tenant`'s alone: its own namespace or table, and rows of its own."""
-    from streams.embedding.stores import embedder_for
-    from streams.sinks.factory import vector_target
-    from streams.sinks.filters import parse, readable_by
     from streams.sinks.mongo import MongoSink
 
     scope = settings.tenant_scope(tenant)

@@ -18,6 +18,8 @@ from rich.console import Console
 
 from streams.ops.pipeline import LocalPipeline, RoleHealth
 from streams.ops.replay import reset_offsets
+from streams.runtime import metrics
+from streams.runtime.metrics import serve
 from streams.settings import UP_FILE, Settings
 
 HEALTH_FILE = "health.json"
@@ -104,8 +106,6 @@ def run_up(
         if "ui" in info:
             console.print(f"console: {info['ui']}")
         if settings.metrics_port:
-            from streams.runtime.metrics import serve
-
             serve(settings.metrics_port, ready=lambda: not pipeline.failed())
         for service in pipeline.services():  # supervised like the workers, each broker node on its own
             if service.proc is not None:
@@ -124,7 +124,6 @@ def run_up(
 
 def write_health(pipeline: LocalPipeline) -> None:
     """Each role's state for `streams status` and the metrics, replaced atomically once a second."""
-    from streams.runtime import metrics
 
     roles = {role: health.as_dict() for role, health in sorted(pipeline.health.items())}
     for role, health in roles.items():

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from streams.runtime.lag import PartitionLag
+from streams.runtime.lag import PartitionLag, group_lag, known_groups
 from streams.settings import Settings
 
 log = logging.getLogger("streams.watchdog")
@@ -155,7 +155,6 @@ def watch_process(
 ) -> Watchdog | None:
     """A worker's or sink's health, both reading its group's lag: /metrics, /healthz and /readyz when
     STREAMS_METRICS_PORT is set, and the watchdog unless STREAMS_STALL_TIMEOUT_S is 0 (returned, or None)."""
-    from streams.runtime.lag import group_lag, known_groups
     from streams.runtime.metrics import serve
 
     topics = known_groups(settings).get(group, [])

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from streams.embedding.stores import embedder_for
 from streams.settings import Settings
 from streams.sinks.base import ChunkSink, VectorTarget
+from streams.sinks.pinecone_target import PineconeTarget
+from streams.sinks.tenants import TenantTargets, tenant_name, tenants_in
 
 if TYPE_CHECKING:
     from streams.embedding.model import Embedder
@@ -16,15 +19,12 @@ def vector_target(settings: Settings, tenant: str | None = None) -> VectorTarget
     """The vectors of one tenant (its own namespace or table), or, with tenancy on and no tenant named,
     every tenant's behind one router that a chunk id steers (streams.sinks.tenants)."""
     if settings.tenant_key and tenant is None:
-        from streams.sinks.tenants import TenantTargets
-
         return TenantTargets(lambda t: _one_target(settings, t), lambda: ["", *vector_tenants(settings)])
     return _one_target(settings, tenant or "")
 
 
 def vector_tenants(settings: Settings) -> list[str]:
     """The tenants that have vectors of their own in this deployment's store."""
-    from streams.sinks.tenants import tenants_in
 
     base = _one_target(settings, "")
     if settings.vector_store == "pinecone":
@@ -33,11 +33,8 @@ def vector_tenants(settings: Settings) -> list[str]:
 
 
 def _one_target(settings: Settings, tenant: str) -> VectorTarget:
-    from streams.sinks.tenants import tenant_name
 
     if settings.vector_store == "pinecone":
-        from streams.sinks.pinecone_target import PineconeTarget
-
         if not (settings.pinecone_api_key and settings.pinecone_host):
             raise ValueError("vector_store=pinecone needs STREAMS_PINECONE_API_KEY and STREAMS_PINECONE_HOST")
         return PineconeTarget(
@@ -61,8 +58,6 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         sink.ensure_indexes()
         return sink
     if kind == "vectors":
-        from streams.embedding.stores import embedder_for
-
         embedder = embedder_for(settings)
         _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry
         return vector_sink(settings, embedder)

@@ -30,7 +30,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from streams.core.chunkers import OPTIONS, ChunkingError, available_strategies
+from streams.core.document import assemble
+from streams.core.options import OptionsError, parse_assignments
+from streams.core.publish import publish
+from streams.ingest.files import IngestError
 from streams.settings import ConfigError, Settings
+from streams.strategies import build_chunker
 from streams.ui.data import ConsoleData
 from streams.ui.render import cuts_from_rows, layout
 
@@ -313,7 +319,6 @@ def _document_view(data: ConsoleData, doc_id: str, params: Any) -> dict[str, Any
 
 
 def _try_context(settings: Settings, fields: dict[str, str] | None = None) -> dict[str, Any]:
-    from streams.core.chunkers import OPTIONS, available_strategies
 
     fields = fields or {}
     forms = []
@@ -339,12 +344,6 @@ def _try_chunk(
 ) -> dict[str, Any]:
     """Every chosen strategy's chunks of one document, offline (the `streams chunk` path); an option
     that does not validate, or a strategy that refuses the document, is reported in its column."""
-    from streams.core.chunkers import ChunkingError, available_strategies
-    from streams.core.document import assemble
-    from streams.core.options import OptionsError, parse_assignments
-    from streams.core.publish import publish
-    from streams.ingest.files import IngestError
-    from streams.strategies import build_chunker
 
     try:
         pages = data.read_upload(filename, raw, fields.get("doc_type") or None)

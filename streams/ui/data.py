@@ -20,10 +20,14 @@ from typing import Any
 from confluent_kafka import Message
 
 from streams.core.assembly import BadInput
-from streams.core.events import AssembledDocument, DeadLetter, PageEvent
+from streams.core.document import assemble
+from streams.core.events import AssembledDocument, DeadLetter, DocType, PageEvent
 from streams.core.sealed import Shredded
 from streams.core.tenancy import tenant_in
-from streams.ops.audit import read_page, read_topic
+from streams.ingest.files import page_events
+from streams.ops.audit import audit_stores, document_status, lineage, read_page, read_topic
+from streams.ops.lag import lag_report
+from streams.ops.search import search
 from streams.runtime.keyring import codec_for
 from streams.settings import Settings
 
@@ -64,7 +68,6 @@ class DocumentEntry:
 
     def assembled(self, amendment: int) -> AssembledDocument | None:
         """The document stream exactly as the assembler built it, or None while pages are missing."""
-        from streams.core.document import assemble
 
         if amendment not in self.versions or not self.complete(amendment):
             return None
@@ -162,7 +165,6 @@ class ConsoleData:
     def chunks(self, doc_id: str, amendment: int, strategy: str) -> list[dict[str, Any]]:
         """One lineage's chunks of a version: the running chunker's, else the one stored last (a replay
         with a new chunker version leaves the old lineage retired beside it)."""
-        from streams.ops.audit import lineage
 
         query = {"doc_id": doc_id, "amendment_number": amendment, "strategy": strategy, "text": {"$exists": True}}
         rows = list(self.mongo.collection.find(query)) if self.mine(doc_id) else []
@@ -185,7 +187,6 @@ class ConsoleData:
 
     # -- trace, bus, search ------------------------------------------------------------------------
     def status(self, doc_id: str, strategies: list[str]) -> dict[str, Any]:
-        from streams.ops.audit import audit_stores, document_status
 
         if not self.mine(doc_id):
             raise ValueError(f"no pages of {doc_id!r} on {self.settings.topics.pages}")
@@ -199,7 +200,6 @@ class ConsoleData:
     def lag(self) -> dict[str, Any]:
         """Every group's lag per partition, and rates since the previous call (records per second
         produced to the partition and committed by the group)."""
-        from streams.ops.lag import lag_report
 
         if self.tenant:  # the deployment's groups and offsets are the operator's, not one tenant's
             return {"partitions": [], "totals": {}, "total_lag": 0}
@@ -251,15 +251,12 @@ class ConsoleData:
         principal: str | None = None,
         tenant: str | None = None,
     ) -> list[dict[str, Any]]:
-        from streams.ops.search import search
 
         return search(self.settings, question, k, strategy, filters, principal, self.tenant or tenant)
 
     # -- try a file, publish -----------------------------------------------------------------------
     def read_upload(self, filename: str, data: bytes, doc_type: str | None) -> list[PageEvent]:
         """An uploaded or pasted document as page events, through the same ingest path as `streams chunk`."""
-        from streams.core.events import DocType
-        from streams.ingest.files import page_events
 
         name = Path(filename or "pasted.md").name or "pasted.md"
         if "." not in name:

@@ -27,6 +27,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from streams.core.document import assemble
+from streams.ingest.files import decode_text, page_events
+
 BUILDS = ("text", "ingest")
 SPAN_HASH_CHARS = 16
 #: Questions a corpus needs: with fewer, one standard error of a corpus's recall margin passes 4 points,
@@ -137,12 +140,8 @@ def build_document(corpus: GoldCorpus, shared: Path) -> tuple[str, Any]:
     if not path.is_file():
         raise GoldError(f"{corpus.name}: source {path} not found")
     if corpus.build == "text":
-        from streams.ingest.files import decode_text
-
         text = decode_text(path.read_bytes())[0].replace("\r\n", "\n").replace("\r", "\n")
         return text, None
-    from streams.core.document import assemble
-    from streams.ingest.files import page_events
 
     document = assemble(page_events(path, doc_id=corpus.name))
     return document.text, document

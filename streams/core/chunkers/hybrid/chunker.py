@@ -28,6 +28,7 @@ from docling_core.types.doc import (
 )
 from pydantic import PrivateAttr
 
+from streams.core.chunkers import get_chunker
 from streams.core.chunkers.base import FRAGMENT_TOKENS, ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.hybrid import HybridOptions
 from streams.core.chunkers.hybrid.blocks import Block, parse_blocks
@@ -512,7 +513,6 @@ def create_chunker(strategy_name: str, tokenizer: Tokenizer | None = None, **opt
     The seed's API (docs/strategies.md#window-2-the-legacy-router), kept for its callers; the chunkers come from the one
     registry so a strategy is built (and configured) the same way whichever door it is asked for through. The window's
     registry defaults are the seed's 250/50."""
-    from streams.core.chunkers import get_chunker  # inside: the registry loads strategy modules like this one
 
     if strategy_name == "hybrid":
         return get_chunker("hybrid", tokenizer=tokenizer, **options)
