@@ -99,7 +99,7 @@ def _docling_pages(path: Path) -> list[str]:
 def _json_document(path: Path, data: dict[str, Any], doc_type: DocType | None, amendment: int) -> list[PageEvent]:
     pages = data.get("pages")
     if not isinstance(pages, list) or not pages:
-        raise IngestError("JSON document needs a non-empty 'pages' list (seed 004 §1)")
+        raise IngestError("JSON document needs a non-empty 'pages' list (docs/strategies.md#the-document-stream)")
     count = len(pages)
     kind, given = given_type({}, doc_type or data.get("doc_type"))
     events = []

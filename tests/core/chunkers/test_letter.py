@@ -73,7 +73,7 @@ def test_every_fixture_passes_the_seed_gate(chunker, name):
             "start_char": next(d.char_start for d in drafts if d.metadata["seed_chunk_id"] == s["chunk_id"]),
             "end_char_exclusive": next(d.char_end for d in drafts if d.metadata["seed_chunk_id"] == s["chunk_id"]),
         }
-    # §5.2 whole: a cut that would end mid-sentence or split a list is repaired before the gate, so none is left
+    # letter 10 whole: a cut that would end mid-sentence or split a list is repaired before the gate, so none is left
     assert coherence(seeds, [False] * len(seeds)) == [], name
     for d in drafts:
         if d.text_transform is None:
@@ -127,7 +127,7 @@ def test_placeholder_draft_covers_source_span(chunker):
 def test_modern_skip_separator_alignment_table_and_mid_sentence_page_number(chunker):
     doc = fixture_doc("modern_2003.txt")
     drafts = chunker.chunk(doc)
-    assert all("S&P 500" not in d.text for d in drafts)  # §2.5.1 skip
+    assert all("S&P 500" not in d.text for d in drafts)  # letter 7 skip
     assert drafts[0].text.startswith("BERKSHIRE HATHAWAY INC.")
     t2 = [d for d in drafts if d.metadata["chunk_tier"] == 2]
     assert len(t2) == 1  # column-aligned pattern B, the skipped S&P table is never a T2
@@ -160,7 +160,7 @@ def test_page_marker_and_page_map_breaks(chunker):
     assert drafts[0].metadata["letter_year"] == 2009
 
 
-# ---- merge decision tree (§2.4), one document per branch --------------------------------------------
+# ---- merge decision tree (letter 6), one document per branch --------------------------------------------
 
 SENT = "Our {0} unit shipped {1} crates of goods to stores across the plains during the {2} season. "
 
@@ -295,7 +295,7 @@ def test_corpus_letters(chunker):
     assert files
     for path in files:
         doc = doc_of(path.name, [path.read_text(encoding="utf-8")])
-        drafts = chunker.chunk(doc)  # runs the §5 gate; raises on failure
+        drafts = chunker.chunk(doc)  # runs the letter 10 gate; raises on failure
         seeds = seed_objects(build_records(doc, chunker, drafts))
         for s in seeds:
             validate(s)

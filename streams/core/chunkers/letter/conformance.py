@@ -120,7 +120,7 @@ def check_letter(chunks: Sequence[dict[str, Any]], count: Callable[[str], int]) 
     probs: list[Problem] = []
     by_id = {c.get("chunk_id"): c for c in chunks}
     if len(by_id) != len(chunks):
-        probs.append(("§1.1 unique chunk_id", "*", "duplicate chunk ids"))
+        probs.append(("letter 2 unique chunk_id", "*", "duplicate chunk ids"))
     t1 = [c for c in chunks if c["metadata"].get("chunk_tier") == 1]
     per_section: dict[tuple[str, str], list[int]] = defaultdict(list)
     summaries: Counter[str] = Counter()
@@ -131,94 +131,94 @@ def check_letter(chunks: Sequence[dict[str, Any]], count: Callable[[str], int]) 
             probs.append((rule, cid, detail))
 
         if set(c) != KEYS:
-            bad("§1.1 keys", str(sorted(c)))
+            bad("letter 2 keys", str(sorted(c)))
         ident = ID.match(cid)
         if not ident:
-            bad("§1.1 chunk_id", cid)
+            bad("letter 2 chunk_id", cid)
             continue
         if set(m) != META:
-            bad("§1.2 metadata keys", str(sorted(set(m) ^ META)))
+            bad("letter 2 metadata keys", str(sorted(set(m) ^ META)))
             continue
         year, sec, tier, num = ident.groups()
         per_section[(sec, tier)].append(int(num))
         if m["chunk_tier"] not in (1, 2) or str(m["chunk_tier"]) != tier:
-            bad("§1.3 chunk_tier", f"{m['chunk_tier']} vs {tier}")
+            bad("letter 2 chunk_tier", f"{m['chunk_tier']} vs {tier}")
         if m["content_type"] not in CONTENT_TYPES:
-            bad("§1.3 content_type", str(m["content_type"]))
+            bad("letter 2 content_type", str(m["content_type"]))
         if m["retrieval_priority"] not in LEVELS or m["abstraction_level"] not in LEVELS:
-            bad("§1.3 priority/abstraction", f"{m['retrieval_priority']}/{m['abstraction_level']}")
+            bad("letter 2 priority/abstraction", f"{m['retrieval_priority']}/{m['abstraction_level']}")
         if not isinstance(m["table_data"], list) or m["has_table"] != (len(m["table_data"]) >= 1):
-            bad("§1.3 invariant 1 has_table", str(m["has_table"]))
+            bad("letter 2 invariant 1 has_table", str(m["has_table"]))
         if m["content_type"] == "financial_table" and not m["has_table"]:
-            bad("§1.3 invariant 2 financial_table", "no table")
+            bad("letter 2 invariant 2 financial_table", "no table")
         span = m["source_span"]
         if not (
             span["start_char"] < span["end_char_exclusive"] or span["start_char"] == span["end_char_exclusive"] == 0
         ):
-            bad("§1.3 invariant 4 source_span", str(span))
+            bad("letter 2 invariant 4 source_span", str(span))
         if set(m["entities"]) != {"companies", "people", "metrics"}:
-            bad("§1.3 entities", str(sorted(m["entities"])))
+            bad("letter 2 entities", str(sorted(m["entities"])))
         if any(set(p) != {"statement", "category"} for p in m["principles"]):
-            bad("§1.3 principles", "item keys")
+            bad("letter 2 principles", "item keys")
         if not DATE.match(str(m["letter_date"])) or not isinstance(m["letter_year"], int):
-            bad("§1.3 letter_date", str(m["letter_date"]))
+            bad("letter 2 letter_date", str(m["letter_date"]))
         if f"{m['letter_year']:04d}"[-4:] != year:
-            bad("§1.1 chunk_id year", f"{year} vs {m['letter_year']}")
+            bad("letter 2 chunk_id year", f"{year} vs {m['letter_year']}")
         if m["token_count"] != count(text) or m["char_count"] != len(text):
-            bad("§1.2 token/char count", f"{m['token_count']} vs {count(text)}")
+            bad("letter 2 token/char count", f"{m['token_count']} vs {count(text)}")
         for detail in summary_problems(m["contextual_summary"], text):
-            bad("§1.2 " + detail.split(":")[0] + ":" + detail.split(":")[1], cid)
+            bad("letter 3 " + detail.split(":")[0] + ":" + detail.split(":")[1], cid)
         if m["standalone_exception"]:
             if m["content_type"] not in {"mistake_confession", "principle_statement"}:
-                bad("§4 exception type", m["content_type"])
+                bad("letter 6 exception type", m["content_type"])
             if not m["exception_reason"] or m["retrieval_priority"] != "high":
-                bad("§4 exception reason/priority", str(m["exception_reason"]))
+                bad("letter 6 exception reason/priority", str(m["exception_reason"]))
         elif m["token_count"] < 150:
-            bad("§5.2 under 150 tokens", str(m["token_count"]))
+            bad("letter 10 under 150 tokens", str(m["token_count"]))
         if m["merged_from"] and not m["boundary_note"]:
-            bad("§2.4 merge without boundary_note", str(m["merged_from"]))
+            bad("letter 6 merge without boundary_note", str(m["merged_from"]))
         if m["boundary_note"] and "merged" in m["boundary_note"] and not m["merged_from"]:
-            bad("§7 merged_from populated", m["boundary_note"])
+            bad("letter 11 merged_from populated", m["boundary_note"])
         if m["chunk_tier"] == 1:
             summaries[m["contextual_summary"]] += 1
             if m["token_count"] > 800 and not _holds_a_list(text):
-                bad("§2.3 tier-1 over 800 tokens", str(m["token_count"]))
+                bad("letter 5 tier-1 over 800 tokens", str(m["token_count"]))
             for child in m["child_chunk_ids"]:
                 if f"[TABLE — see child chunk {child}]" not in text:
-                    bad("§2.5.3 placeholder", child)
+                    bad("letter 8 placeholder", child)
                 if child not in by_id:
-                    bad("§2.5.3 child exists", child)
+                    bad("letter 8 child exists", child)
             if sorted(PLACEHOLDER.findall(text)) != sorted(m["child_chunk_ids"]):
-                bad("§2.5.3 placeholders = children", cid)
+                bad("letter 8 placeholders = children", cid)
         else:
             parent = by_id.get(m["parent_chunk_id"])
             if parent is None or cid not in parent["metadata"]["child_chunk_ids"]:
-                bad("§2.5.3 T2 parent", str(m["parent_chunk_id"]))
+                bad("letter 8 T2 parent", str(m["parent_chunk_id"]))
             want = ("financial_table", True, True, "high")
             got = (m["content_type"], m["has_table"], m["has_financial_data"], m["retrieval_priority"])
             if got != want:
-                bad("§2.5.3 T2 fields", str(got))
+                bad("letter 8 T2 fields", str(got))
             if len(m["table_data"]) != 1:
-                bad("§2.5.4 exactly one TableData", str(len(m["table_data"])))
+                bad("letter 8 exactly one TableData", str(len(m["table_data"])))
             for t in m["table_data"]:
                 if set(t) != TABLE_KEYS or t["row_count"] != len(t["rows"]) or not t["columns"] or not t["rows"]:
-                    bad("§2.5.4 TableData", str(sorted(t)))
+                    bad("letter 8 TableData", str(sorted(t)))
                 elif not str(t["table_name"]).strip() or not str(t["summary"]).strip():
-                    bad("§2.5.4 table_name/summary", str(t["table_name"]))
+                    bad("letter 8 table_name/summary", str(t["table_name"]))
             if not m["boundary_note"] or "context" not in m["boundary_note"] or "no narrative" in m["boundary_note"]:
-                bad("§5.2 T2 narrative context", str(m["boundary_note"]))
+                bad("letter 10 T2 narrative context", str(m["boundary_note"]))
     for (sec, tier), nums in per_section.items():
         if sorted(nums) != list(range(1, len(nums) + 1)):
-            probs.append(("§7 contiguous chunk_id", f"S{sec}-T{tier}", str(sorted(nums))))
+            probs.append(("letter 11 contiguous chunk_id", f"S{sec}-T{tier}", str(sorted(nums))))
     for summary, n in summaries.items():
         if n > 1:
-            probs.append(("§5.2 duplicate T1 summary", "*", summary[:60]))
+            probs.append(("letter 10 duplicate T1 summary", "*", summary[:60]))
     for a, b in itertools.pairwise(t1):
         if not _ends_cleanly(a["content"]):
-            probs.append(("§5.2 mid-sentence break", a["chunk_id"], _last_line(a["content"])[-60:]))
+            probs.append(("letter 10 mid-sentence break", a["chunk_id"], _last_line(a["content"])[-60:]))
         last, first = _last_line(a["content"]), _first_line(b["content"])
         if ITEM.match(last) and ITEM.match(first) and _same_list(last, first):
-            probs.append(("§5.2 split numbered list", a["chunk_id"], f"{last[:30]} | {first[:30]}"))
+            probs.append(("letter 10 split numbered list", a["chunk_id"], f"{last[:30]} | {first[:30]}"))
     return probs
 
 
