@@ -12,7 +12,7 @@ from pydantic import Field, SecretStr, ValidationInfo, create_model, field_valid
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from streams.core.chunkers import STRATEGIES
-from streams.core.metadata import PINECONE_METADATA_BYTES, check_key, vector_keys
+from streams.core.metadata import PINECONE_METADATA_BYTES, VECTOR_FIELDS, check_key, vector_keys
 from streams.core.tenancy import TenantError, check_tenant
 
 #: Written by `streams up` in its data directory; read as the lowest-priority settings source, so
@@ -400,8 +400,6 @@ class Settings(BaseSettings):
     @field_validator("vector_metadata_keys")
     @classmethod
     def _vector_keys(cls, value: str) -> str:
-        from streams.sinks.base import VECTOR_FIELDS  # lazy: the settings sit below the sinks
-
         vector_keys(value, VECTOR_FIELDS)  # MetadataError is a ValueError: one line, and no start
         return value
 

@@ -129,6 +129,24 @@ VECTOR_TYPES = ("str", "int", "float", "bool", "date", "list")
 PINECONE_METADATA_BYTES = 40 * 1024
 
 
+#: The fields every vector has (a vector row's own and the stores' names for its id and values): a document's
+#: metadata key may not take one of these names.
+VECTOR_FIELDS = (
+    "chunk_id",
+    "doc_id",
+    "strategy",
+    "section_type",
+    "amendment_number",
+    "is_latest_version",
+    "is_critical",
+    "requirement_flag",
+    "content_hash",
+    "vector",
+    "values",
+    "id",
+)
+
+
 def vector_keys(spec: str, reserved: Iterable[str] = ()) -> dict[str, str]:
     """`"source,year:int,tags:list"` -> {key: type}, with `acl:list` always among them; MetadataError in one
     line for a bad entry."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from streams.core.events import ChunkRecord, ChunkStatus
@@ -102,12 +102,6 @@ class VectorRow:
 
 #: The metadata every vector has (`VectorRow.metadata`'s own keys) and the names the stores give a vector's
 #: id and values: a document's own key may not take one of them.
-VECTOR_FIELDS = (
-    *(f.name for f in fields(VectorRow) if f.name not in ("values", "extra")),
-    "vector",
-    "values",
-    "id",
-)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ import pytest
 
 from streams.core.chunkers import get_chunker
 from streams.core.document import assemble
-from streams.core.metadata import MetadataError, vector_keys
+from streams.core.metadata import VECTOR_FIELDS, MetadataError, vector_keys
 from streams.core.records import build_records
 from streams.settings import ConfigError, Settings
-from streams.sinks.base import VECTOR_FIELDS
+from streams.sinks.base import VectorRow
 from streams.sinks.lance_target import LanceTarget
 from streams.sinks.pinecone_target import PineconeTarget
 from streams.sinks.vectors import VectorSink
@@ -124,3 +124,11 @@ def test_a_budget_over_pinecones_limit_is_refused_with_pinecone() -> None:
         "year": "int",
         "acl": "list",
     }
+
+
+def test_every_field_of_a_vector_row_is_reserved_from_a_documents_metadata() -> None:
+    from dataclasses import fields
+
+    own = {f.name for f in fields(VectorRow)} - {"values", "extra"}
+    assert own <= set(VECTOR_FIELDS), own - set(VECTOR_FIELDS)
+    assert {"vector", "values", "id"} <= set(VECTOR_FIELDS)

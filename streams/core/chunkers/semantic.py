@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -45,9 +45,6 @@ from streams.core.text import (
 from streams.core.tokenizers import Tokenizer
 
 ROUND = 4
-
-if TYPE_CHECKING:
-    from streams.core.chunkers.cluster import ClusterOptions
 
 BREAKPOINT_DEFAULTS: dict[str, float] = {
     # LangChain SemanticChunker conventions, all on cosine distance (1 - similarity) of neighbours.
@@ -125,13 +122,13 @@ class _SentenceEmbeddingChunker(Chunker):
     # The path of marked-up headings over a chunk as its section path: the vector sink embeds it with
     # the text (STREAMS_EMBED_CONTEXT; docs/benchmarks.md, Retrieval quality).
     heading_context: ClassVar[bool] = False
-    options: SemanticOptions | ClusterOptions
+    options: Any  # SemanticOptions or ClusterOptions: each strategy's class names its own
 
     def __init__(self, tokenizer: Tokenizer, *, embedder: SentenceEmbedder | None = None, **options: Any) -> None:
         """Options by the strategy's model (SemanticOptions, ClusterOptions): defaults, ranges and checks are
         the model's, declared once. The embedder is injected by the caller, never an option."""
         super().__init__(tokenizer)
-        self.options = cast("SemanticOptions | ClusterOptions", self.take_options(options))
+        self.options = self.take_options(options)
         self._embedder = embedder
 
     @property
