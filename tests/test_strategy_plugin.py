@@ -42,10 +42,6 @@ class ToyChunker(Chunker):
     metadata_record = ""
     options_model = ToyOptions
 
-    def __init__(self, tokenizer: Any, **options: Any) -> None:
-        super().__init__(tokenizer)
-        self.take_options(options)
-
     def chunk(self, doc: Any) -> list[ChunkDraft]:
         return [ChunkDraft(m.group(0), m.start(), m.end()) for m in re.finditer(r"\\S(?:.*\\S)?", doc.text)]
 

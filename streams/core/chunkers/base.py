@@ -94,8 +94,12 @@ class Chunker(ABC):
         self.version = self.options.versioned(type(self).version)
         return self.options
 
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
+        """Options by the names of the strategy's model (`options_model`): its defaults, ranges and checks,
+        declared once in its package."""
         self.tokenizer = tokenizer
+        if hasattr(type(self), "options_model"):
+            self.take_options(options)
 
     def warm_up(self) -> None:  # noqa: B027 - an optional hook: most strategies load nothing
         """Load now what the first document would wait for (a model). A worker calls it before joining

@@ -125,10 +125,8 @@ class _SentenceEmbeddingChunker(Chunker):
     options: Any  # SemanticOptions or ClusterOptions: each strategy's class names its own
 
     def __init__(self, tokenizer: Tokenizer, *, embedder: SentenceEmbedder | None = None, **options: Any) -> None:
-        """Options by the strategy's model (SemanticOptions, ClusterOptions): defaults, ranges and checks are
-        the model's, declared once. The embedder is injected by the caller, never an option."""
-        super().__init__(tokenizer)
-        self.options = self.take_options(options)
+        """The embedder is injected by the caller, never an option."""
+        super().__init__(tokenizer, **options)
         self._embedder = embedder
 
     @property

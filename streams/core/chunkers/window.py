@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -13,7 +13,6 @@ from streams.core.document import pages_for_range
 from streams.core.events import AssembledDocument
 from streams.core.options import StrategyOptions, require
 from streams.core.text import WORD
-from streams.core.tokenizers import Tokenizer
 
 
 class WindowOptions(StrategyOptions):
@@ -40,11 +39,6 @@ class WindowChunker(Chunker):
     metadata_record = "streams.meta.WindowMetadata"
     options_model = WindowOptions
     options: WindowOptions
-
-    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
-        """Options by WindowOptions' names: defaults, ranges and checks are the model's, declared once."""
-        super().__init__(tokenizer)
-        self.options = cast(WindowOptions, self.take_options(options))
 
     @property
     def size(self) -> int:

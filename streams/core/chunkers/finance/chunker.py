@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, cast
+from typing import Any
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.finance.blocks import Block, Context, Table, turn_body
@@ -59,7 +59,6 @@ from streams.core.document import page_text_ranges, pages_for_range
 from streams.core.events import AssembledDocument
 from streams.core.records import normalized_text
 from streams.core.text import Span, pack_spans, sentence_spans, trim_span, word_spans
-from streams.core.tokenizers import Tokenizer
 
 CHUNK_TYPES = ("prepared_remarks", "qna", "narrative", "table", "slide")
 
@@ -76,11 +75,6 @@ class FinanceChunker(Chunker):
     metadata_record = "streams.meta.FinanceMetadata"
     options_model = FinanceOptions
     options: FinanceOptions
-
-    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
-        """Options by FinanceOptions' names: defaults, ranges and checks are the model's, declared once."""
-        super().__init__(tokenizer)
-        self.options = cast(FinanceOptions, self.take_options(options))
 
     # -- entry point
 

@@ -13,7 +13,7 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from docling_core.transforms.chunker import HybridChunker as DoclingHybridChunker
 from docling_core.transforms.chunker.tokenizer.openai import OpenAITokenizer
@@ -235,10 +235,7 @@ class HybridChunker(Chunker):
     options: HybridOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
-        """Options by HybridOptions' names: defaults (min_tokens resolved from max_tokens), ranges and checks
-        are the model's, declared once."""
-        super().__init__(tokenizer)
-        self.options = cast(HybridOptions, self.take_options(options))
+        super().__init__(tokenizer, **options)  # min_tokens resolved from max_tokens by the model
         encoding_name = getattr(tokenizer, "name", "tiktoken:cl100k_base").removeprefix("tiktoken:")
         try:
             encoding = tiktoken_encoding(encoding_name)

@@ -20,7 +20,7 @@ docs/strategies.md#letter-10-the-validation-gate (the gate).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from streams.core.chunkers.base import ChunkDraft, Chunker, ChunkingError
 from streams.core.chunkers.letter import gate
@@ -45,9 +45,7 @@ class LetterChunker(Chunker):
     options: LetterOptions
 
     def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
-        """Options by LetterOptions' names: defaults, ranges and the tier order are the model's, declared once."""
-        super().__init__(tokenizer)
-        self.options = cast(LetterOptions, self.take_options(options))
+        super().__init__(tokenizer, **options)
         o = self.options
         self.tiers = Tiers(o.section_min_tokens, o.section_max_tokens, o.section_target_tokens, o.min_tokens)
 

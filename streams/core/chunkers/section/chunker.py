@@ -6,7 +6,6 @@ import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
 
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.chunkers.section.filter import file_filter_decision
@@ -28,7 +27,7 @@ from streams.core.text import (
     paragraph_spans,
     trim_span,
 )
-from streams.core.tokenizers import SpanCount, Tokenizer, span_counter
+from streams.core.tokenizers import SpanCount, span_counter
 
 
 @dataclass(slots=True)
@@ -140,11 +139,6 @@ class SectionChunker(Chunker):
     metadata_record = "streams.meta.SectionMetadata"
     options_model = SectionOptions
     options: SectionOptions
-
-    def __init__(self, tokenizer: Tokenizer, **options: Any) -> None:
-        """Options by SectionOptions' names: defaults, ranges and checks are the model's, declared once."""
-        super().__init__(tokenizer)
-        self.options = cast(SectionOptions, self.take_options(options))
 
     def refuses(self, doc: AssembledDocument) -> str:
         """The specification's file filter on a solicitation: an addendum's cover sheet or a blank form is
