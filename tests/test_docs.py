@@ -91,6 +91,9 @@ def test_the_benchmarks_page_is_a_reference_not_a_notebook() -> None:
     """docs/benchmarks.md gives each benchmark's current figure (git keeps the studies behind it), so it is short."""
     assert len(BENCHMARKS.read_text().splitlines()) <= 400
     assert len((REPO / "docs" / "mutation.md").read_text().splitlines()) < 80
+    figures = README.split("## Current figures", 1)[1].split("\n## ", 1)[0].strip().splitlines()
+    assert 0 < len([line for line in figures if line.strip()]) <= 10, figures
+    assert all("](" in line for line in figures if line.startswith("- ")), figures
 
 
 def benchmark_citations() -> list[tuple[str, str]]:
