@@ -36,7 +36,7 @@ import numpy as np
 from streams.core.chunkers.base import EmbeddingUnavailable
 from streams.core.records import content_hash
 from streams.embedding.files import model_fingerprint, sentence_config
-from streams.embedding.graph import GRAPH
+from streams.embedding.graph import GRAPH, INT8
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -149,6 +149,7 @@ class Embedder:
         """Identity of the vectors in a shared store: model name, backend, a fingerprint of its files, and
         how long texts are embedded (a deployment uses one way; the two never share a long text's vector)."""
         backend = self.backend.name if self.backend.name == "torch" else f"{self.backend.name}-{GRAPH}"
+        backend += f"-{INT8}" if self.backend.name == "onnx-int8" else ""
         backend += "-cuda" if self.backend.on_cuda() else ""  # GPU kernels round differently: never mixed
         key = f"{self.model_name}:{backend}:{model_fingerprint(Path(self.model_path))}"
         return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"

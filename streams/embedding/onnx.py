@@ -3,9 +3,9 @@
 The graph is written from the packaged weights on first use (streams.embedding.graph: no torch, about a
 second) into `export_dir`, once per model fingerprint; concurrent processes serialise on a lock file and
 the graph appears by an atomic rename, so nobody loads a half-written file. `onnx-int8` is the same graph
-with its dense products in int8 (per-channel weights, a scale per token): faster, its vectors move a
-little and do not depend on their batch, and it has its own cache identity (figures for both:
-docs/benchmarks.md, Embedding).
+with its dense products in int8 (per-channel weights, a scale per token, each channel's range balanced
+between activation and weight on the calibration texts): faster, its vectors move a little and do not
+depend on their batch, and it has its own cache identity (figures for both: docs/benchmarks.md, Embedding).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from streams.embedding.files import model_fingerprint, sentence_config
-from streams.embedding.graph import GRAPH, UnknownModel, bert_graph
+from streams.embedding.graph import GRAPH, INT8, UnknownModel, bert_graph, calibrate
 
 
 def export(model_path: Path, export_dir: Path, quantized: bool) -> Path:
     """The graph for this model, built under a lock if it is not there yet."""
     export_dir.mkdir(parents=True, exist_ok=True)
     reduce_range = quantized and not has_vnni()
-    suffix = ("-int8" + ("-r7" if reduce_range else "")) if quantized else ""
+    suffix = (f"-int8-{INT8}" + ("-r7" if reduce_range else "")) if quantized else ""
     target = export_dir / f"{model_path.name}-{model_fingerprint(model_path)}-{GRAPH}{suffix}.onnx"
     if target.is_file():
         return target
@@ -58,11 +58,38 @@ def _build(model_path: Path, target: Path, int8: bool = False, reduce_range: boo
     if not weights.is_file():
         raise UnknownModel(f"no model.safetensors in {model_path}: the graph is built from it")
     config = json.loads((model_path / "config.json").read_text())
-    model = bert_graph(config, load_file(str(weights)), int8=int8, reduce_range=reduce_range)
+    tensors = load_file(str(weights))
+    activations = _activations(model_path, config, tensors) if int8 else None
+    model = bert_graph(config, tensors, int8=int8, reduce_range=reduce_range, activations=activations)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         staged = Path(tmp) / target.name
         staged.write_bytes(model.SerializeToString())
         os.replace(staged, target)
+
+
+#: The texts whose activations set the int8 graph's per-channel balance: sentences and passages of the
+#: project's own sample documents, one a line.
+CALIBRATION = Path(__file__).with_name("calibration.txt")
+
+
+def _activations(model_path: Path, config: dict[str, Any], tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Each product's largest input per channel on the calibration texts, from the fp32 graph on one thread."""
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(int(sentence_config(str(model_path)).get("max_seq_length", 256)))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    exposed = bert_graph(config, tensors, expose=True)
+    session = ort.InferenceSession(exposed.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [output.name for output in session.get_outputs()]
+    feeds = []
+    for text in CALIBRATION.read_text(encoding="utf-8").splitlines():
+        ids = np.array([tokenizer.encode(text).ids], np.int64)
+        feeds.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+    return calibrate(lambda feed: dict(zip(names, session.run(names, feed), strict=True)), feeds)
 
 
 log = logging.getLogger(__name__)
