@@ -171,6 +171,14 @@ def quality(
             "seen (after a chunker change: that chunker's). The figures are the same with it or without.",
         ),
     ] = None,
+    chunk_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--chunk-backend",
+            help="Embed the chunks with this backend (onnx-int8, torch) and the questions with the default, as "
+            "a retriever that keeps the original model reads a store the vector sink filled.",
+        ),
+    ] = None,
 ) -> None:
     """Retrieval recall/precision/IoU on gold spans (Chroma's method); default ../shared/corpora/chunking_eval."""
     from streams.bench import environment, kept_vectors, usable_cores
@@ -192,6 +200,7 @@ def quality(
             loco=loco,
             contextual=contextual,
             variants=variants or (),
+            chunk_backend=chunk_backend,
         )
     if as_json:
         _emit_json(report)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,14 @@ from streams.core.events import PageEvent
 from streams.core.records import embedding_text
 from streams.core.text import heading_lines, nearest_heading
 from streams.core.tokenizers import get_tokenizer, tiktoken_encoding
+from streams.embedding.model import BACKENDS
 from streams.embedding.stores import cache_stats
 from streams.settings import load_settings
 from streams.strategies import options_for
 
 Range = tuple[int, int]
+#: The backend that embeds the chunks (`--chunk-backend`); the questions always use the default.
+_CHUNK_BACKEND: ContextVar[str | None] = ContextVar("chunk_backend", default=None)
 DEFAULT_STRATEGIES = ("window", "section", "semantic", "cluster", "hybrid", "letter", "finance")
 #: Measured everywhere although it takes only solicitations: its chunker splits any text, and its figures on
 #: the shared corpora compare it with the other splitters (letter's and finance's chunkers refuse other text).
@@ -723,7 +727,7 @@ def evaluate(
     if not chunks:
         raise BenchError("no chunks to evaluate")
     counts = get_tokenizer().count_many([c.text for c in chunks])
-    embedder = bench_embedder()
+    embedder = bench_embedder(backend=_CHUNK_BACKEND.get())  # the questions keep the default backend
     texts = list(embed_texts) if embed_texts is not None else [c.embed or c.text for c in chunks]
     vectors = embedder.encode(texts)
     similarity = question_vectors @ vectors.T
@@ -736,11 +740,14 @@ def evaluate(
         mask = np.array([q.corpus_id == cid for q in eval_set.questions])
         if mask.any():
             r, p, i = scores[mask].mean(axis=0)
+            spread = scores[mask].std(axis=0, ddof=1) / np.sqrt(mask.sum()) if mask.sum() > 1 else np.zeros(3)
             sizes = [n for c, n in zip(chunks, counts, strict=True) if c.corpus_id == cid]
             per_corpus[cid] = {
                 "recall": round(r, 4),
                 "precision": round(p, 4),
                 "iou": round(i, 4),
+                "recall_se": round(float(spread[0]), 4),
+                "iou_se": round(float(spread[2]), 4),
                 "questions": int(mask.sum()),
                 "chunks": len(sizes),
                 "mean_tokens": round(sum(sizes) / len(sizes), 1) if sizes else 0.0,
@@ -1128,6 +1135,7 @@ def run_quality(
     loco: bool = False,
     contextual: bool = False,
     variants: Sequence[str] = (),
+    chunk_backend: str | None = None,
 ) -> dict[str, Any]:
     """Every strategy, LangChain recursive at 200/400/800 tokens, chonkie's semantic chunker tuned to
     the best strategy's mean chunk size, and LangChain recursive tuned to that size too (the target's
@@ -1142,6 +1150,29 @@ def run_quality(
 
     if k < 1:
         raise BenchError("--k must be at least 1")
+    if chunk_backend is not None and chunk_backend not in BACKENDS:
+        raise BenchError(f"--chunk-backend {chunk_backend!r}: use one of {', '.join(BACKENDS)}")
+    token = _CHUNK_BACKEND.set(chunk_backend)
+    try:
+        report = _run_quality(corpus, k, strategies, baselines, progress, corpora, shared, loco, contextual, variants)
+    finally:
+        _CHUNK_BACKEND.reset(token)
+    report["chunk_backend"] = chunk_backend or bench_embedder().backend.name
+    return report
+
+
+def _run_quality(
+    corpus: Path | None,
+    k: int,
+    strategies: Sequence[str] | None,
+    baselines: bool,
+    progress: Progress | None,
+    corpora: Sequence[str],
+    shared: Path | None,
+    loco: bool,
+    contextual: bool,
+    variants: Sequence[str],
+) -> dict[str, Any]:
     chroma, gold = parse_corpora(corpora)
     parts: list[EvalSet] = []
     if chroma:
