@@ -325,6 +325,14 @@ class Settings(BaseSettings):
         "as torch, and no torch installed), torch (the `torch` extra), or onnx-int8 (quantised: faster, vectors "
         "move) (docs/benchmarks.md, Embedding)",
     )
+    vector_backend: str = Field(
+        "auto",
+        pattern="^(auto|torch|onnx|onnx-int8)$",
+        description="the forward pass that embeds chunks for the vector store: auto = onnx-int8 where "
+        "STREAMS_EMBED_BACKEND is onnx (retrieval within one standard error of fp32 on every corpus measured, "
+        "queries in fp32; docs/benchmarks.md, Embedding), else the same as STREAMS_EMBED_BACKEND; the "
+        "strategies and searches keep STREAMS_EMBED_BACKEND",
+    )
     embed_device: str = Field(
         "auto",
         pattern="^(auto|cpu|cuda)$",
@@ -524,6 +532,12 @@ class Settings(BaseSettings):
         data = json.loads(self.model_dump_json())
         data.update({name: self.secret(name) or None for name in self.secret_fields()})
         return json.dumps(data)
+
+    def chunk_vector_backend(self) -> str:
+        """The backend the vector sink embeds chunks with (`vector_backend`, resolved)."""
+        if self.vector_backend != "auto":
+            return self.vector_backend
+        return "onnx-int8" if self.embed_backend == "onnx" else self.embed_backend
 
     def redacted(self) -> dict[str, object]:
         """Settings safe to print or log: secrets (typed `SecretStr`) and URL credentials masked."""

@@ -13,6 +13,7 @@ import pytest
 
 from streams.embedding.model import Backend, Embedder, embedding_key
 from streams.embedding.stores import MongoEmbeddingStore, SqliteEmbeddingStore
+from streams.settings import Settings
 from tests.conftest import HashEmbedder
 
 SENTENCES = [
@@ -207,3 +208,15 @@ def test_an_embedder_without_settings_is_keyed_by_its_arguments_alone() -> None:
     assert get_embedder(default.model_path, long_texts="truncate") is default  # the path is resolved first
     assert get_embedder(long_texts="truncate", threads=3) is not default and default.threads == 0
     assert default.store is None and default.backend == Backend()
+
+
+def test_the_vector_sink_embeds_in_int8_where_the_strategies_use_onnx() -> None:
+    from streams.embedding.stores import vector_embedder_for
+
+    settings = Settings()
+    assert settings.embed_backend == "onnx" and settings.chunk_vector_backend() == "onnx-int8"
+    assert vector_embedder_for(settings).backend.name == "onnx-int8"  # builds no model until it encodes
+    assert Settings(embed_backend="torch").chunk_vector_backend() == "torch"
+    assert Settings(vector_backend="onnx").chunk_vector_backend() == "onnx"
+    with pytest.raises(ValueError, match="vector_backend"):
+        Settings(vector_backend="int4")

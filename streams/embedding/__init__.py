@@ -17,6 +17,7 @@ from streams.embedding.stores import (
     embedder_for,
     get_embedder,
     open_store,
+    vector_embedder_for,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "embedding_key",
     "get_embedder",
     "open_store",
+    "vector_embedder_for",
 ]

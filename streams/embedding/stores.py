@@ -290,22 +290,34 @@ def get_embedder(
 
 
 def embedder_for(
-    settings: Settings, long_texts: str | None = None, *, descending: bool = False, shared: bool = True
+    settings: Settings,
+    long_texts: str | None = None,
+    *,
+    descending: bool = False,
+    shared: bool = True,
+    backend: str | None = None,
 ) -> Embedder:
     """The embedder the settings ask for: model, backend, threads, long-text handling and shared store.
 
     `long_texts` overrides `settings.embed_long_chunks`: `semantic` and `cluster` embed their sentence
     units as the model reads them ("truncate"), so the setting never moves a chunk boundary; whole
     chunks (the vector sink, search) are embedded as the setting says. `descending`: see `Embedder`.
-    `shared=False` leaves the store out (a benchmark must embed what it measures)."""
+    `shared=False` leaves the store out (a benchmark must embed what it measures). `backend` overrides
+    `settings.embed_backend` (the vector sink's, `vector_embedder_for`)."""
     return get_embedder(
         settings.embed_model,
-        Backend(settings.embed_backend, settings.onnx_dir, settings.embed_device),
+        Backend(backend or settings.embed_backend, settings.onnx_dir, settings.embed_device),
         long_texts or settings.embed_long_chunks,
         threads=settings.embed_threads or 0,
         descending=descending,
         store=StoreSpec.from_settings(settings) if shared else None,
     )
+
+
+def vector_embedder_for(settings: Settings) -> Embedder:
+    """The embedder of the chunks the vector store holds (`STREAMS_VECTOR_BACKEND`): the vector sink's, and
+    the audit's when it re-embeds a missing vector, so a repaired vector is the sink's own."""
+    return embedder_for(settings, backend=settings.chunk_vector_backend())
 
 
 def cache_stats() -> CacheStats:

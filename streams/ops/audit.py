@@ -36,7 +36,7 @@ from streams.core.publish import Published, publish
 from streams.core.records import manifest_for, skipped_manifest
 from streams.core.sealed import Shredded
 from streams.core.tenancy import qualify, tenant_in
-from streams.embedding.stores import embedder_for
+from streams.embedding.stores import vector_embedder_for
 from streams.ops.lag import active_groups
 from streams.ops.redrive import letters, redriven
 from streams.ops.tail import read_topic, reader
@@ -514,7 +514,7 @@ def audit_stores(settings: Settings, names: list[str]) -> list[ChunkSink]:
 
             stores.append(MongoSink.of(settings))
         elif name == "vectors":
-            stores.append(vector_sink(settings, embedder_for(settings)))  # loads no model until asked to encode
+            stores.append(vector_sink(settings, vector_embedder_for(settings)))  # loads no model until asked to encode
         else:
             raise ValueError(f"unknown store {name!r}: use mongo or vectors")
     return stores

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streams.embedding.stores import embedder_for
+from streams.embedding.stores import vector_embedder_for
 from streams.settings import Settings
 from streams.sinks.base import ChunkSink, VectorTarget
 from streams.sinks.pinecone_target import PineconeTarget
@@ -58,7 +58,7 @@ def build_sink(kind: str, settings: Settings) -> ChunkSink:
         sink.ensure_indexes()
         return sink
     if kind == "vectors":
-        embedder = embedder_for(settings)
+        embedder = vector_embedder_for(settings)
         _ = embedder.model  # a missing model stops the sink now, in one line, not at every batch's retry
         return vector_sink(settings, embedder)
     raise ValueError(f"unknown sink {kind!r}: use mongo or vectors")
