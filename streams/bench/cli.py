@@ -957,6 +957,14 @@ def ingest(
         int | None, typer.Option("--threads", min=1, help="Forward-pass threads of every embedder (default: cores).")
     ] = None,
     as_json: JsonOpt = False,
+    own: Annotated[
+        bool,
+        typer.Option(
+            "--own-embeddings/--no-own-embeddings",
+            help="Also run the peers on their own integrations of the model (HuggingFaceEmbedding, "
+            "HuggingFaceEmbeddings: sentence-transformers on torch), as their users do.",
+        ),
+    ] = True,
 ) -> None:
     """Pages to stored vectors against LlamaIndex's IngestionPipeline and LangChain's index(): first ingest,
     then amendments of a fifth of the documents; same documents, model, chunk size and threads."""
@@ -966,7 +974,7 @@ def ingest(
         if kind not in BROKER_NAMES:
             raise typer.BadParameter(f"--broker: noida or kafka, not {kind!r}")
     with _progress() as update:
-        report = run_ingest_bench(corpus, documents, broker or list(BROKERS), threads, update)
+        report = run_ingest_bench(corpus, documents, broker or list(BROKERS), threads, update, own)
     if as_json:
         _emit_json(report)
         return

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.bench.cli import bench_app
-from streams.bench.ingest import PEERS, amend, folder_corpus, peers_missing
+from streams.bench.ingest import OWN_PEERS, PEERS, amend, folder_corpus, own_peers_missing, peers_missing
 from streams.bench.pipeline import WORDS
 from streams.core.events import PageEvent
 
@@ -78,7 +78,8 @@ def test_cli_ingest_json_on_the_embedded_broker(tiny_corpus: Path) -> None:
     assert report["documents"] == 3 and report["amended_documents"] == 1
 
     rows = {(r["pipeline"], r["phase"]): r for r in report["results"]}
-    pipelines = [*PEERS, "streams/noida"]
+    assert not own_peers_missing(), own_peers_missing()  # the test install has the peers' own integrations
+    pipelines = [*PEERS, *OWN_PEERS, "streams/noida"]
     assert set(rows) == {(p, phase) for p in pipelines for phase in ("first_ingest", "amendments")}
     for name in pipelines:
         first, after = rows[(name, "first_ingest")], rows[(name, "amendments")]
@@ -104,8 +105,9 @@ def test_cli_ingest_json_on_the_embedded_broker(tiny_corpus: Path) -> None:
     assert streams_after["texts_embedded"] < streams_first["texts_embedded"]
     assert streams_after["mongo_wrong_latest"] == 0
 
-    assert set(report["ratios"]) == {"vs_llamaindex", "vs_langchain", "amend_vs_llamaindex", "amend_vs_langchain"}
-    for peer in PEERS:
+    assert set(report["ratios"]) == {f"{kind}_{peer}" for kind in ("vs", "amend_vs") for peer in (*PEERS, *OWN_PEERS)}
+    assert report["targets"]["vs_langchain-hf"]["target"] == ">= 1.5"
+    for peer in (*PEERS, *OWN_PEERS):
         throughput = (
             rows[("streams/noida", "first_ingest")]["pages_per_s"] / rows[(peer, "first_ingest")]["pages_per_s"]
         )
