@@ -59,6 +59,7 @@ from streams.core.publish import publish
 from streams.core.tokenizers import tiktoken_encoding
 from streams.embedding.model import Backend, Embedder
 from streams.ingest.files import IngestError, page_events
+from streams.ops.tail import reader
 from streams.runtime.clients import asked_again
 from streams.settings import Settings
 from streams.sinks.base import is_table
@@ -621,6 +622,52 @@ def _produced(collector: Any, topic: str) -> int:
     return int(asked_again(lambda _left: collector.produced(topic), timeout=10.0))
 
 
+def newest_timestamp(settings: Any, topic: str) -> float | None:
+    """The broker's timestamp (seconds) of the newest record on `topic`, over its partitions."""
+    from confluent_kafka import TopicPartition
+
+    consumer = reader(settings)
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        newest = None
+        for number in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=10)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, number, high - 1)])
+            message = consumer.poll(10)
+            if message is not None and not message.error():
+                stamp = message.timestamp()[1] / 1000
+                newest = stamp if newest is None else max(newest, stamp)
+        return newest
+    finally:
+        consumer.close()
+
+
+def stages(settings: Any, started: float, finished: float) -> dict[str, float | None]:
+    """Where a phase's time went, from the newest record on each topic it wrote (broker timestamps, this
+    machine's clock): pages published, documents assembled, chunks published, documents stored (the
+    sinks' `documents.indexed`), and the bench's own check that both stores hold exactly what they should."""
+    t = settings.topics
+    marks = {
+        name: newest_timestamp(settings, topic)
+        for name, topic in (
+            ("published", t.pages),
+            ("assembled", t.documents),
+            ("chunked", t.chunks),
+            ("stored", t.indexed),
+        )
+    }
+    order = [
+        ("publish", started, marks["published"]),
+        ("assemble", marks["published"], marks["assembled"]),
+        ("chunk", marks["assembled"], marks["chunked"]),
+        ("store", marks["chunked"], marks["stored"]),
+        ("check", marks["stored"], finished),
+    ]
+    return {name: (round(end - begin, 3) if begin and end else None) for name, begin, end in order}
+
+
 def _wait_current(
     settings: Any,
     collector: Any,
@@ -760,6 +807,7 @@ def run_streams(
                             "vectors_written": len(plan_phase.vectors),
                             "vectors_stored": want.vectors - len(warm_plan.vectors),
                             "texts_embedded": int(_embedded_texts(port) - embedded_before),
+                            "stages_s": stages(settings, started, finished),
                             **_machine(machine, machine_after, seconds, total),
                         }
                     )

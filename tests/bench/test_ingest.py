@@ -104,6 +104,11 @@ def test_cli_ingest_json_on_the_embedded_broker(tiny_corpus: Path) -> None:
     assert 0 < streams_after["texts_embedded"] < streams_after["vectors_written"]
     assert streams_after["texts_embedded"] < streams_first["texts_embedded"]
     assert streams_after["mongo_wrong_latest"] == 0
+    # where an amendment's time goes, from each topic's newest broker timestamp: every stage measured
+    stages = streams_after["stages_s"]
+    assert set(stages) == {"publish", "assemble", "chunk", "store", "check"}
+    assert all(v is not None and v > -0.5 for v in stages.values()), stages  # clocks of one machine
+    assert sum(stages.values()) == pytest.approx(streams_after["seconds"], abs=0.05)
 
     assert set(report["ratios"]) == {f"{kind}_{peer}" for kind in ("vs", "amend_vs") for peer in (*PEERS, *OWN_PEERS)}
     assert report["targets"]["vs_langchain-hf"]["target"] == ">= 1.5"
