@@ -385,7 +385,7 @@ def topic_runs() -> str:
 def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chroma's chunker sized to a strategy's mean corpus by corpus: the max_chunk_size whose mean is
     nearest each corpus's own target, its pieces and segmentation unchanged (max 200 is the published run)."""
-    import streams.bench as bench
+    import streams.bench.quality as quality
     from streams.bench.quality import (
         chroma_chunks_from_pieces,
         chroma_cluster_at_corpus_means,
@@ -393,7 +393,7 @@ def test_chroma_matched_size_picks_each_corpus_nearest_max_chunk_size(monkeypatc
         chroma_pieces,
     )
 
-    monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
+    monkeypatch.setattr(quality, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())  # where it is used
     text = topic_runs()
     eval_set = EvalSet({"small": text, "large": text.upper()}, {}, [])
     pieces = chroma_pieces(eval_set)
@@ -428,7 +428,7 @@ def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypat
     """At exactly a strategy's mean: the two max_chunk_sizes whose means bracket each corpus's target, mixed
     with the weight that makes the mix's mean the target, question by question; a target beyond every size
     takes the nearest alone."""
-    import streams.bench as bench
+    import streams.bench.quality as quality
     from streams.bench.quality import (
         PER_QUESTION,
         Question,
@@ -438,7 +438,7 @@ def test_chroma_bracketing_mixes_the_two_sizes_around_each_corpus_mean(monkeypat
         mix_results,
     )
 
-    monkeypatch.setattr(bench, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())
+    monkeypatch.setattr(quality, "bench_embedder", lambda *args, **kwargs: WordHashEmbedder())  # where it is used
     text = topic_runs()
     questions = [
         Question("q", "small", ((0, 10),)),

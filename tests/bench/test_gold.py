@@ -368,14 +368,14 @@ def test_gold_command_joins_a_chroma_corpus_and_the_pool_asks_both(tmp_path: Pat
     assert read_gold(tmp_path / "pumps_more.json").source == "chunking_eval/pumps.txt"
     (chroma_dir / "pumps.txt").rename(chroma_dir / "pumps.md")
 
-    import streams.bench.gold as gold_module
+    import streams.bench.quality as quality  # the pool reads the corpus through quality's own name for it
 
-    real = gold_module.load_gold
-    gold_module.load_gold = lambda name: corpus if name == "pumps_more" else real(name)
+    real = quality.load_gold
+    quality.load_gold = lambda name: corpus if name == "pumps_more" else real(name)
     try:
         gold = load_gold_eval_set(shared, ["pumps_more"])
     finally:
-        gold_module.load_gold = real
+        quality.load_gold = real
     pool = merge_eval_sets([load_eval_set(chroma_dir), gold])
     assert list(pool.corpora) == ["pumps"] and pool.sources == {"pumps": "chroma"}
     assert len(pool.questions) == MIN_QUESTIONS and {q.corpus_id for q in pool.questions} == {"pumps"}
