@@ -403,14 +403,12 @@ def up(
     ] = False,
 ) -> None:
     """Run the embedded services, workers, both sinks and the web console in the foreground until interrupted."""
-    from streams.core.chunkers import available_strategies
     from streams.ops.demo import DEFAULT_DEMO
     from streams.ops.up import run_up
     from streams.strategies import check_options
 
-    built = set(available_strategies())
     settings = _with_broker_kind(broker_kind, nodes)
-    chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
+    chosen = strategies or list(DEFAULT_DEMO)
     check_options(settings, chosen)  # a bad option refuses to start anything, in one line
     if ui:
         from streams.ui.app import check_bind

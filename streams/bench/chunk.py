@@ -20,7 +20,7 @@ from typing import Any
 
 from streams.bench import BenchError, Progress, bench_chunker, bench_embedder, single_core
 from streams.bench.quality import chonkie_embeddings
-from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, ChunkingError, available_strategies
+from streams.core.chunkers import EMBEDDING_STRATEGIES, STRATEGIES, ChunkingError
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument
 from streams.core.tokenizers import get_tokenizer, tiktoken_encoding
@@ -467,7 +467,7 @@ def run_chunk_bench(
 
     if repeats < 1:
         raise BenchError("--repeat must be at least 1")
-    chosen = list(strategies) if strategies else available_strategies()
+    chosen = list(strategies) if strategies else list(STRATEGIES)
     unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown:
         raise BenchError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")

@@ -11,7 +11,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from streams.core.chunkers import DEMO_STRATEGIES, available_strategies
+from streams.core.chunkers import DEMO_STRATEGIES, STRATEGIES
 from streams.ingest.files import page_events
 from streams.ops.embedded import ServiceError
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages, sample_paths
@@ -19,7 +19,6 @@ from streams.runtime.procs import group_cpu_s
 from streams.settings import Settings
 from streams.sinks.base import is_table
 
-#: Strategies the demo runs by default: all that are built and need no model download.
 #: What the demo runs: every registered strategy its declaration does not keep out (a live view).
 DEFAULT_DEMO = DEMO_STRATEGIES
 
@@ -108,11 +107,10 @@ def run_demo(
     sinks: bool = True,
 ) -> dict:
     started = time.monotonic()
-    built = set(available_strategies())
-    chosen = strategies or [s for s in DEFAULT_DEMO if s in built]
-    unknown = [s for s in chosen if s not in built]
+    chosen = strategies or list(DEFAULT_DEMO)
+    unknown = [s for s in chosen if s not in STRATEGIES]
     if unknown:
-        raise ValueError(f"strategy not available: {', '.join(unknown)} (built: {', '.join(sorted(built))})")
+        raise ValueError(f"unknown strategy {unknown[0]!r}; known: {', '.join(STRATEGIES)}")
     documents = [page_events(p) for p in (paths or sample_paths())]
     pages = [e for doc in documents for e in doc]
     docs = sorted({(e.doc_id, e.amendment_number) for e in pages})

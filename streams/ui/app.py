@@ -30,7 +30,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from streams.core.chunkers import OPTIONS, ChunkingError, available_strategies
+from streams.core.chunkers import OPTIONS, STRATEGIES, ChunkingError
 from streams.core.document import assemble
 from streams.core.options import OptionsError, parse_assignments
 from streams.core.publish import publish
@@ -319,13 +319,9 @@ def _document_view(data: ConsoleData, doc_id: str, params: Any) -> dict[str, Any
 
 
 def _try_context(settings: Settings, fields: dict[str, str] | None = None) -> dict[str, Any]:
-
     fields = fields or {}
     forms = []
-    for name in available_strategies():
-        model = OPTIONS.get(name)
-        if model is None:
-            continue
+    for name, model in OPTIONS.items():
         defaults = model().model_dump()
         forms.append(
             {
@@ -350,7 +346,7 @@ def _try_chunk(
     except (IngestError, ValueError) as exc:
         return {"error": f"cannot read {filename or 'the text'}: {exc}"}
     doc = assemble(pages)
-    chosen = [s for s in available_strategies() if fields.get(f"use.{s}") == "on"] or ["window"]
+    chosen = [s for s in STRATEGIES if fields.get(f"use.{s}") == "on"] or ["window"]
     columns = []
     for strategy in chosen:
         assignments = [

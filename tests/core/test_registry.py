@@ -69,3 +69,22 @@ def test_a_chunker_with_other_options_than_its_declaration_is_refused() -> None:
 def test_an_unknown_name_is_one_line() -> None:
     with pytest.raises(UnknownStrategy, match="unknown strategy 'paragraph'; known: window, letter"):
         get_chunker("paragraph")
+
+
+def test_names_are_known_without_importing_a_strategy_and_a_name_declared_twice_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    from types import SimpleNamespace
+
+    import streams.core.chunkers as chunkers
+
+    registry = chunkers.Registry()
+    monkeypatch.setattr(chunkers, "_entry_points", lambda: [SimpleNamespace(name="window")])
+    with pytest.raises(TypeError, match="'window' is declared twice"):
+        registry.names()
+    monkeypatch.setattr(chunkers, "_entry_points", lambda: [SimpleNamespace(name="toy")])
+    registry.refresh()
+    loaded = {m for m in sys.modules if m.startswith("streams.core.chunkers.")}
+    assert registry.names() == (*BUILT_IN, "toy")
+    assert {m for m in sys.modules if m.startswith("streams.core.chunkers.")} == loaded  # nothing imported

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from streams.core.assembly import Assembler, Completed, Dead, Limits
-from streams.core.chunkers import ChunkingError, available_strategies
+from streams.core.chunkers import STRATEGIES, ChunkingError
 from streams.core.chunkers.base import ChunkDraft, Chunker
 from streams.core.document import assemble
 from streams.core.events import AssembledDocument, DocType, PageEvent
@@ -131,7 +131,7 @@ def check_drafts(doc: AssembledDocument, chunker: Chunker, drafts: list[ChunkDra
         assert set(record.page_numbers) <= set(range(1, doc.page_count + 1))
 
 
-@pytest.mark.parametrize("strategy", available_strategies())
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_chunkers_keep_ranges_and_pages_on_arbitrary_documents(strategy: str) -> None:
     chunker = strategy_chunker(strategy)
     seen = {"documents": 0, "refused": 0}
@@ -184,7 +184,7 @@ def letters(draw: st.DrawFn) -> tuple[list[str], DocType]:
     return ["\n\n".join(page) for page in pages], doc_type
 
 
-@pytest.mark.parametrize("strategy", available_strategies())
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_chunkers_never_refuse_a_letter_with_noise_in_it(strategy: str) -> None:
     """The split of the property above: input every strategy's rules accept. A refusal or no chunk fails."""
     chunker = strategy_chunker(strategy)

@@ -29,45 +29,51 @@ class UnknownStrategy(OptionsError):
 
 
 class Registry:
-    """Name -> `Strategy`: the built-in ones, then those other packages declare (entry points)."""
+    """Name -> `Strategy`: the built-in ones, then those other packages declare (entry points). The names
+    are known without importing any strategy; a declaration is imported when it is first asked for."""
 
     def __init__(self) -> None:
-        self._found: dict[str, Strategy] | None = None
+        self._names: tuple[str, ...] | None = None
+        self._loaded: dict[str, Strategy] = {}
+
+    def names(self) -> tuple[str, ...]:
+        if self._names is None:
+            names = (*BUILT_IN, *sorted(point.name for point in _entry_points()))  # one order on any machine
+            if twice := [name for name in names if names.count(name) > 1]:
+                raise TypeError(f"strategy {twice[0]!r} is declared twice ({ENTRY_POINTS})")
+            self._names = names
+        return self._names
+
+    def get(self, name: str) -> Strategy:
+        if name not in self.names():
+            raise UnknownStrategy(f"unknown strategy {name!r}; known: {', '.join(self.names())}")
+        if name not in self._loaded:
+            self._loaded[name] = _load(name)
+        return self._loaded[name]
 
     def strategies(self) -> dict[str, Strategy]:
-        if self._found is None:
-            found: dict[str, Strategy] = {}
-            for name in BUILT_IN:
-                found[name] = importlib.import_module(f"{__name__}.{name}").STRATEGY
-            for declared in _declared_elsewhere():
-                if declared.name in found:
-                    raise TypeError(f"strategy {declared.name!r} is declared twice ({ENTRY_POINTS})")
-                found[declared.name] = declared
-            self._found = found
-        return self._found
+        return {name: self.get(name) for name in self.names()}
 
     def refresh(self) -> None:
         """Look again (a package installed since the first look)."""
-        self._found = None
-
-    def get(self, name: str) -> Strategy:
-        found = self.strategies()
-        if name not in found:
-            raise UnknownStrategy(f"unknown strategy {name!r}; known: {', '.join(found)}")
-        return found[name]
+        self._names, self._loaded = None, {}
 
 
-def _declared_elsewhere() -> list[Strategy]:
-    """The strategies other installed packages declare, in name order (deterministic on any machine)."""
+def _entry_points() -> Any:
     from importlib.metadata import entry_points
 
-    out = []
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
-        declared = point.load()
-        if not isinstance(declared, Strategy) or declared.name != point.name:
-            raise TypeError(f"entry point {ENTRY_POINTS}:{point.name} names no Strategy called {point.name!r}")
-        out.append(declared)
-    return out
+    return entry_points(group=ENTRY_POINTS)
+
+
+def _load(name: str) -> Strategy:
+    """The declaration of `name`: a built-in module's, or the one an entry point names."""
+    if name in BUILT_IN:
+        return importlib.import_module(f"{__name__}.{name}").STRATEGY
+    [point] = [p for p in _entry_points() if p.name == name]
+    declared = point.load()
+    if not isinstance(declared, Strategy) or declared.name != name:
+        raise TypeError(f"entry point {ENTRY_POINTS}:{name} names no Strategy called {name!r}")
+    return declared
 
 
 REGISTRY = Registry()
@@ -75,13 +81,14 @@ REGISTRY = Registry()
 
 class _Names(Sequence[str]):
     """The registered strategies' names (those `keep` picks), read from the registry when used, so a
-    module-level name sees a strategy declared by another package."""
+    module-level name sees a strategy declared by another package. Without `keep` no strategy is imported."""
 
-    def __init__(self, keep: Callable[[Strategy], bool] = lambda s: True) -> None:
+    def __init__(self, keep: Callable[[Strategy], bool] | None = None) -> None:
         self._keep = keep
 
     def _names(self) -> tuple[str, ...]:
-        return tuple(name for name, s in REGISTRY.strategies().items() if self._keep(s))
+        names = REGISTRY.names()
+        return names if self._keep is None else tuple(n for n in names if self._keep(REGISTRY.get(n)))
 
     def __getitem__(self, index: Any) -> Any:
         return self._names()[index]
@@ -108,17 +115,15 @@ class _Options(Mapping[str, type[StrategyOptions]]):
     """Name -> options model of every registered strategy."""
 
     def __getitem__(self, name: str) -> type[StrategyOptions]:
-        return REGISTRY.get(name).options if name in STRATEGIES else _missing(name)
+        if name not in REGISTRY.names():
+            raise KeyError(name)
+        return REGISTRY.get(name).options
 
     def __iter__(self) -> Iterator[str]:
         return iter(STRATEGIES)
 
     def __len__(self) -> int:
         return len(STRATEGIES)
-
-
-def _missing(name: str) -> Any:
-    raise KeyError(name)
 
 
 #: Every strategy's name, built-in first (a live view of the registry).
@@ -150,11 +155,6 @@ def describe(name: str) -> dict[str, Any]:
     """What `streams strategies` shows of strategy `name`: its specification and every option."""
     declared = strategy(name)
     return {**describe_model(declared.options), "embeds": declared.embeds}
-
-
-def available_strategies() -> list[str]:
-    """Every registered strategy (kept for callers that asked which modules were present)."""
-    return list(STRATEGIES)
 
 
 def get_chunker(
@@ -197,7 +197,6 @@ __all__ = [
     "OptionsError",
     "Strategy",
     "UnknownStrategy",
-    "available_strategies",
     "describe",
     "get_chunker",
     "make_options",

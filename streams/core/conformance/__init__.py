@@ -36,7 +36,7 @@ def check(
     """Every rule the records of one document break (empty when they conform)."""
     if not records:
         return []
-    declared = REGISTRY.strategies().get(records[0].strategy)
+    declared = strategy(records[0].strategy) if records[0].strategy in REGISTRY.names() else None
     limits = limits or (limits_for(declared.options()) if declared else Limits())
     text = doc.text
     out: list[Violation] = []
