@@ -201,7 +201,7 @@ def bert_graph(
             zero = node("Expand", [k("zp128"), node("Shape", [scale])])
             product = node("MatMulInteger", [node("QuantizeLinear", [flat, scale, zero], axis=0), wq_name, k("zp128")])
         else:  # GELU's output is >= floor: shifted to >= 0 it uses all 256 levels; (x - floor) @ W + floor @ W
-            floors = (floor / smooth).astype(np.float32)  # x / s >= floor / s, channel by channel
+            floors = np.full(w.shape[1], floor, np.float32)  # GELU's output is never balanced (above)
             shifted = node("Sub", [flat, constant(floors, f"{label}.floor")])
             top = node("ReduceMax", [shifted], axes=[1], keepdims=0)
             scale = node("Div", [node("Max", [top, k("tiny")]), k("c255")])

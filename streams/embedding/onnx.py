@@ -72,14 +72,22 @@ def _build(model_path: Path, target: Path, int8: bool = False, reduce_range: boo
 CALIBRATION = Path(__file__).with_name("calibration.txt")
 
 
+def word_pieces(model_path: Path) -> tuple[Any, int]:
+    """The model's word-piece tokenizer, unpadded and cut at the most pieces the model reads, and that most."""
+    from tokenizers import Tokenizer
+
+    most = int(sentence_config(str(model_path)).get("max_seq_length", 256))
+    tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+    tokenizer.no_padding()  # the packaged file pads every text to 128 tokens
+    tokenizer.enable_truncation(most)
+    return tokenizer, most
+
+
 def _activations(model_path: Path, config: dict[str, Any], tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Each product's largest input per channel on the calibration texts, from the fp32 graph on one thread."""
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
-    tokenizer.no_padding()
-    tokenizer.enable_truncation(int(sentence_config(str(model_path)).get("max_seq_length", 256)))
+    tokenizer, _ = word_pieces(model_path)
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     exposed = bert_graph(config, tensors, expose=True)
@@ -122,13 +130,9 @@ class OnnxSentenceModel:
         import json
 
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         path = Path(model_path)
-        self.max_tokens = int(sentence_config(model_path).get("max_seq_length", 256))
-        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-        self.tokenizer.no_padding()  # the packaged file pads every text to 128 tokens
-        self.tokenizer.enable_truncation(self.max_tokens)
+        self.tokenizer, self.max_tokens = word_pieces(path)
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
