@@ -44,6 +44,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -622,26 +623,21 @@ def _produced(collector: Any, topic: str) -> int:
     return int(asked_again(lambda _left: collector.produced(topic), timeout=10.0))
 
 
-def newest_timestamp(settings: Any, topic: str) -> float | None:
+def newest_timestamp(consumer: Any, topic: str) -> float | None:
     """The broker's timestamp (seconds) of the newest record on `topic`, over its partitions."""
     from confluent_kafka import TopicPartition
 
-    consumer = reader(settings)
-    try:
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        newest = None
-        for number in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=10)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(topic, number, high - 1)])
-            message = consumer.poll(10)
-            if message is not None and not message.error():
-                stamp = message.timestamp()[1] / 1000
-                newest = stamp if newest is None else max(newest, stamp)
-        return newest
-    finally:
-        consumer.close()
+    newest = None
+    for number in consumer.list_topics(topic, timeout=10).topics[topic].partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, number), timeout=10)
+        if high <= low:
+            continue
+        consumer.assign([TopicPartition(topic, number, high - 1)])
+        message = consumer.poll(10)
+        if message is not None and not message.error():
+            stamp = message.timestamp()[1] / 1000
+            newest = stamp if newest is None else max(newest, stamp)
+    return newest
 
 
 def stages(settings: Any, started: float, finished: float) -> dict[str, float | None]:
@@ -649,15 +645,9 @@ def stages(settings: Any, started: float, finished: float) -> dict[str, float | 
     machine's clock): pages published, documents assembled, chunks published, documents stored (the
     sinks' `documents.indexed`), and the bench's own check that both stores hold exactly what they should."""
     t = settings.topics
-    marks = {
-        name: newest_timestamp(settings, topic)
-        for name, topic in (
-            ("published", t.pages),
-            ("assembled", t.documents),
-            ("chunked", t.chunks),
-            ("stored", t.indexed),
-        )
-    }
+    topics = {"published": t.pages, "assembled": t.documents, "chunked": t.chunks, "stored": t.indexed}
+    with closing(reader(settings)) as consumer:
+        marks = {name: newest_timestamp(consumer, topic) for name, topic in topics.items()}
     order = [
         ("publish", started, marks["published"]),
         ("assemble", marks["published"], marks["assembled"]),
