@@ -118,6 +118,13 @@ class Chunk:
     embed: str | None = None  # what the vector sink would embed, when it is not the text alone
 
 
+def standard_error(rows: np.ndarray, columns: int) -> np.ndarray:
+    """Each of `columns` columns' standard error of the mean over `rows` (zeros for fewer than two rows)."""
+    if len(rows) < 2:
+        return np.zeros(columns)
+    return rows.std(axis=0, ddof=1) / np.sqrt(len(rows))
+
+
 def score_question(retrieved: Sequence[Chunk], question: Question) -> tuple[float, float, float]:
     """(recall, precision, iou) of one question's retrieved chunks, as Chroma computes them."""
     numerator: list[Range] = []
@@ -740,7 +747,7 @@ def evaluate(
         mask = np.array([q.corpus_id == cid for q in eval_set.questions])
         if mask.any():
             r, p, i = scores[mask].mean(axis=0)
-            spread = scores[mask].std(axis=0, ddof=1) / np.sqrt(mask.sum()) if mask.sum() > 1 else np.zeros(3)
+            spread = standard_error(scores[mask], 3)
             sizes = [n for c, n in zip(chunks, counts, strict=True) if c.corpus_id == cid]
             per_corpus[cid] = {
                 "recall": round(r, 4),
@@ -911,7 +918,7 @@ def chance_of_misses(
         if p_values[name] > alpha / (len(p_values) - rank):
             break
         beyond.append(name)
-    pooled_se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else np.zeros(2)
+    pooled_se = standard_error(diff, 2)
     return {
         "below": sorted(below),
         "expected_at_parity": round(float(counts.mean()), 2),
