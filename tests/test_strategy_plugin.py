@@ -50,12 +50,12 @@ def limits(options: Mapping[str, Any]) -> Limits:
     return Limits(max_words=options["max_words"])
 
 
-STRATEGY = Strategy("toy", ToyOptions, "toy_strategy:ToyChunker", limits=limits, in_demo=True)
+STRATEGY = Strategy("toy", ToyOptions, "toy_strategy:ToyChunker", limits=limits)
 '''
 
 PROBE = """
 import json
-from streams.core.chunkers import DEMO_STRATEGIES, STRATEGIES, strategy
+from streams.core.chunkers import STRATEGIES, strategy
 from streams.ops.demo import DEFAULT_DEMO
 from streams.ops.topics import topic_specs
 from streams.reference import render

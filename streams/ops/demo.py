@@ -11,7 +11,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
-from streams.core.chunkers import DEMO_STRATEGIES, STRATEGIES
+from streams.core.chunkers import STRATEGIES
 from streams.ingest.files import page_events
 from streams.ops.embedded import ServiceError
 from streams.ops.pipeline import Collected, Collector, LocalPipeline, publish_pages, sample_paths
@@ -19,8 +19,8 @@ from streams.runtime.procs import group_cpu_s
 from streams.settings import Settings
 from streams.sinks.base import is_table
 
-#: What the demo runs: every registered strategy its declaration does not keep out (a live view).
-DEFAULT_DEMO = DEMO_STRATEGIES
+#: What the demo runs: every registered strategy (a live view of the registry).
+DEFAULT_DEMO = STRATEGIES
 
 LOG_EVERY_S = 5.0  # without a terminal: one plain line at most this often
 

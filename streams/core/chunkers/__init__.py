@@ -130,8 +130,6 @@ class _Options(Mapping[str, type[StrategyOptions]]):
 STRATEGIES: Sequence[str] = _Names()
 #: Strategies that embed sentences (and so take an `embedder`).
 EMBEDDING_STRATEGIES: Sequence[str] = _Names(lambda s: s.embeds)
-#: The strategies the demo runs.
-DEMO_STRATEGIES: Sequence[str] = _Names(lambda s: s.in_demo)
 #: Every strategy's options model.
 OPTIONS: Mapping[str, type[StrategyOptions]] = _Options()
 
@@ -186,7 +184,6 @@ def get_chunker(
 
 __all__ = [
     "BUILT_IN",
-    "DEMO_STRATEGIES",
     "EMBEDDING_STRATEGIES",
     "OPTIONS",
     "REGISTRY",

@@ -165,7 +165,6 @@ class Strategy:
     limits: Callable[[Mapping[str, Any]], Limits] = no_limits  # its size rules, from its chunker options
     # Its own rules beyond the sizes, on one document's records (counted with their tokenizer).
     rules: Callable[[Sequence[ChunkRecord], Tokenizer], list[Violation]] | None = None
-    in_demo: bool = True
 
     def __post_init__(self) -> None:
         if self.options.strategy != self.name or ":" not in self.chunker:
