@@ -20,21 +20,32 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every `streams...` module a file imports, relative imports resolved against its package."""
-    package = module_name(path).split(".") if path.name == "__init__.py" else module_name(path).split(".")[:-1]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package[: len(package) - node.level + 1] if node.level else []
-            module = ".".join([*base, *([node.module] if node.module else [])])
-            found |= {module} | {f"{module}.{alias.name}" for alias in node.names}
+def named_by(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[str]:
+    """The names an import statement in `module` imports, relative ones resolved against its package."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - node.level + 1] if node.level else []
+    named = ".".join([*base, *([node.module] if node.module else [])])
+    return [named, *(f"{named}.{alias.name}" for alias in node.names)]
+
+
+TREES = {module_name(path): (path, ast.parse(path.read_text(encoding="utf-8"))) for path in PACKAGE.rglob("*.py")}
+
+
+def imports_of(module: str) -> set[str]:
+    """Every `streams...` module a file imports, function-local imports too."""
+    path, tree = TREES[module]
+    found = {
+        name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for name in named_by(node, module, path.name == "__init__.py")
+    }
     return {name for name in found if name == "streams" or name.startswith("streams.")}
 
 
-GRAPH = {module_name(path): imports_of(path) for path in PACKAGE.rglob("*.py")}
+GRAPH = {module: imports_of(module) for module in TREES}
 
 
 def within(name: str, prefix: str) -> bool:
@@ -120,17 +131,10 @@ def _module_level(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 
 def _loads(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> set[str]:
     """The streams modules an import statement loads, its packages included."""
-    if isinstance(node, ast.Import):
-        names = [a.name for a in node.names]
-    else:
-        package = module.split(".") if is_package else module.split(".")[:-1]
-        base = package[: len(package) - node.level + 1] if node.level else []
-        named = ".".join([*base, *([node.module] if node.module else [])])
-        names = [named, *(f"{named}.{a.name}" for a in node.names)]
+    names = named_by(node, module, is_package)
     return {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 2)} & set(TREES)
 
 
-TREES = {module_name(path): (path, ast.parse(path.read_text(encoding="utf-8"))) for path in PACKAGE.rglob("*.py")}
 EDGES = {
     m: set().union(*(_loads(n, m, p.name == "__init__.py") for n in _module_level(t))) - {m}
     for m, (p, t) in TREES.items()
