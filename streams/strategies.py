@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streams.core.chunkers import EMBEDDING_STRATEGIES, OPTIONS, Chunker, get_chunker, make_options
-from streams.core.options import EMBEDDING_WORD_PIECES, OptionsError, StrategyOptions
+from streams.core.options import OptionsError, StrategyOptions
 from streams.core.tokenizers import get_tokenizer
 from streams.embedding.stores import embedder_for
 from streams.settings import Settings
@@ -48,10 +48,11 @@ def check_options(settings: Settings, strategies: Iterable[str] = ()) -> list[St
     return [options_for(settings, name) for name in names]
 
 
-def long_chunk_warning(options: StrategyOptions, long_chunks: str) -> str | None:
-    """A line for the log when the strategy may make chunks longer than the embedding model reads."""
+def long_chunk_warning(options: StrategyOptions, long_chunks: str, max_pieces: int) -> str | None:
+    """A line for the log when the strategy may make chunks longer than the embedding model reads
+    (`max_pieces`, from the model's own files)."""
     limits = {k: v for k, v in options.model_dump().items() if k.endswith("max_tokens") or k == "chunk_size_words"}
-    over = {k: v for k, v in limits.items() if isinstance(v, int) and v > EMBEDDING_WORD_PIECES}
+    over = {k: v for k, v in limits.items() if isinstance(v, int) and v > max_pieces}
     if not over:
         return None
     what = ", ".join(f"{k}={v}" for k, v in sorted(over.items()))
@@ -61,7 +62,7 @@ def long_chunk_warning(options: StrategyOptions, long_chunks: str) -> str | None
         else "embedded truncated (their tails are not searchable)"
     )
     return (
-        f"{options.strategy}: {what} allows chunks past the embedding model's {EMBEDDING_WORD_PIECES} word pieces; "
+        f"{options.strategy}: {what} allows chunks past the embedding model's {max_pieces} word pieces; "
         f"such chunks are counted and {handling} (STREAMS_EMBED_LONG_CHUNKS)"
     )
 

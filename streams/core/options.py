@@ -23,10 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 #: A piece of at most this many tokens is a fragment: it joins a neighbour whatever its kind.
 FRAGMENT_TOKENS = 30
 
-#: The 256 word pieces all-MiniLM-L6-v2 reads; text past it is not in its vector.
-EMBEDDING_WORD_PIECES = 256
-
-
 #: Every document type, in the order `DocType` declares them (streams.core.events; not imported here).
 DOC_TYPES = ("letter", "transcript", "release", "slides", "press", "solicitation", "generic")
 

@@ -4,8 +4,9 @@ The caller gives the model path (default: the all-MiniLM-L6-v2 directory that th
 package ships), the backend and the threads; nothing here reads the environment. `streams.embedding.stores`
 builds embedders from settings and hands them to their users. Embeddings are L2-normalised float32 rows.
 
-The model reads at most `max_seq_length` word pieces (256). A longer text is either embedded truncated
-(its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean of windows that
+The model's own files say how it embeds (`streams.embedding.files.ModelSpec`): its dimensions, the word
+pieces it reads (`max_seq_length`: 256 for MiniLM), its pooling and normalisation. A longer text is either
+embedded truncated (its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean of windows that
 each fit. Either way `stats.long` counts such texts, so the limit is never silent.
 
 Two caches sit in front of the forward pass, keyed by (model, hash of the normalised text):
@@ -35,7 +36,7 @@ import numpy as np
 
 from streams.core.chunkers.base import EmbeddingUnavailable
 from streams.core.records import content_hash
-from streams.embedding.files import model_fingerprint, sentence_config
+from streams.embedding.files import ModelSpec, model_fingerprint, model_spec
 from streams.embedding.graph import GRAPH, INT8
 
 DEFAULT_CACHE_SIZE = 100_000
@@ -155,9 +156,16 @@ class Embedder:
         return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
 
     @functools.cached_property
+    def spec(self) -> ModelSpec:
+        """What the model's files declare: dimensions, word pieces read, pooling, normalisation."""
+        if not Path(self.model_path).is_dir():
+            raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
+        return model_spec(self.model_path)
+
+    @property
     def max_pieces(self) -> int:
         """Word pieces the model reads, [CLS] and [SEP] included; the rest of a text is cut."""
-        return int(sentence_config(self.model_path).get("max_seq_length", 256))
+        return self.spec.max_pieces
 
     @functools.cached_property
     def _pieces(self) -> Any:
@@ -228,7 +236,8 @@ class Embedder:
         return self._model
 
     def forward(self, texts: list[str]) -> np.ndarray:
-        """One batch through the model: normalised float32 rows."""
+        """One batch through the model: float32 rows, L2-normalised whatever the model's last module. Every
+        user compares vectors by cosine, which normalising does not change, and a window mean needs it."""
         vectors = self.model.encode(
             texts,
             batch_size=len(texts),
@@ -236,7 +245,10 @@ class Embedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if self.backend.name != "torch" and not self.spec.normalize:
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return vectors
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Normalised embeddings, one row per text; a text cached here or in the shared store is not embedded."""
@@ -323,6 +335,7 @@ class Embedder:
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Word pieces each whole text becomes (special tokens included); the model reads `max_pieces`."""
+        texts = [t.lower() for t in texts] if self.spec.lowercase else texts
         return [len(e.ids) for e in self._pieces.encode_batch(texts)]
 
     def _take_shared(self, missing: dict[str, str], found: dict[str, np.ndarray]) -> None:
@@ -336,9 +349,8 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        if self.backend.name == "torch":
-            return int(self.model.get_sentence_embedding_dimension())
-        return int(self.model.dimension)
+        """The vector's size, from the model's files: a vector target is created at it before any load."""
+        return self.spec.dimension
 
     def _remember(self, key: str, vector: np.ndarray) -> None:
         self._cache[key] = vector

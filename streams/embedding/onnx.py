@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from streams.embedding.files import model_fingerprint, sentence_config
+from streams.embedding.files import ModelSpec, model_fingerprint, model_spec
 from streams.embedding.graph import GRAPH, INT8, UnknownModel, bert_graph, calibrate
 
 
@@ -76,7 +76,7 @@ def word_pieces(model_path: Path) -> tuple[Any, int]:
     """The model's word-piece tokenizer, unpadded and cut at the most pieces the model reads, and that most."""
     from tokenizers import Tokenizer
 
-    most = int(sentence_config(str(model_path)).get("max_seq_length", 256))
+    most = model_spec(model_path).max_pieces
     tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
     tokenizer.no_padding()  # the packaged file pads every text to 128 tokens
     tokenizer.enable_truncation(most)
@@ -120,15 +120,29 @@ def execution_providers(device: str, available: Sequence[str]) -> tuple[list[str
     return [CPU], ""
 
 
+def pool(hidden: np.ndarray, mask: np.ndarray, spec: ModelSpec) -> np.ndarray:
+    """Token states to sentence vectors as sentence-transformers' Pooling and Normalize modules compute
+    them, in the mode the model's files name (`ModelSpec`)."""
+    weights = mask[..., None].astype(np.float32)
+    counts = np.maximum(weights.sum(axis=1), 1e-9)
+    if spec.pooling == "cls":
+        pooled = hidden[:, 0]
+    elif spec.pooling == "max":
+        pooled = np.where(weights > 0, hidden, np.float32(-1e9)).max(axis=1)
+    else:
+        pooled = (hidden * weights).sum(axis=1) / (counts if spec.pooling == "mean" else np.sqrt(counts))
+    if spec.normalize:
+        pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+    return np.asarray(pooled, dtype=np.float32)
+
+
 class OnnxSentenceModel:
-    """Word-piece tokenizer, the built transformer graph, mean pooling and L2 normalisation, as the
-    sentence-transformers pipeline of all-MiniLM-L6-v2 (Transformer, Pooling(mean), Normalize)."""
+    """Word-piece tokenizer, the built transformer graph, and the model's own pooling and normalisation:
+    the sentence-transformers pipeline its files declare (Transformer, Pooling, optional Normalize)."""
 
     def __init__(
         self, model_path: str, export_dir: Path, quantized: bool = False, threads: int = 0, device: str = "cpu"
     ) -> None:
-        import json
-
         import onnxruntime as ort
 
         path = Path(model_path)
@@ -148,10 +162,12 @@ class OnnxSentenceModel:
         if why:
             log.warning("embedding on the CPU: %s", why)
         self.device = "cuda" if self.session.get_providers()[0] == CUDA else "cpu"
-        self.dimension = int(json.loads((path / "config.json").read_text())["hidden_size"])
+        self.spec = model_spec(path)
+        self.dimension = self.spec.dimension
 
     def encode(self, texts: Sequence[str], **_: Any) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(list(texts))
+        texts = [t.lower() for t in texts] if self.spec.lowercase else list(texts)
+        encodings = self.tokenizer.encode_batch(texts)
         width = max((len(e.ids) for e in encodings), default=0)
         ids = np.zeros((len(encodings), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -161,6 +177,4 @@ class OnnxSentenceModel:
         hidden = self.session.run(
             None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         )[0]  # the token states; the pooler's output is not what sentence-transformers pools
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return pool(hidden, mask, self.spec)

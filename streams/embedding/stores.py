@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from streams.embedding.files import ModelSpec, model_spec
 from streams.embedding.model import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
 from streams.runtime.clients import client_options
 from streams.settings import Settings
@@ -318,6 +319,11 @@ def vector_embedder_for(settings: Settings) -> Embedder:
     """The embedder of the chunks the vector store holds (`STREAMS_VECTOR_BACKEND`): the vector sink's, and
     the audit's when it re-embeds a missing vector, so a repaired vector is the sink's own."""
     return embedder_for(settings, backend=settings.chunk_vector_backend())
+
+
+def spec_for(settings: Settings) -> ModelSpec:
+    """What the configured model declares (dimensions, word pieces read), from its files, without loading it."""
+    return model_spec(settings.embed_model or default_model_path())
 
 
 def cache_stats() -> CacheStats:

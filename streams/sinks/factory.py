@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streams.embedding.stores import vector_embedder_for
+from streams.embedding.stores import spec_for, vector_embedder_for
 from streams.settings import Settings
 from streams.sinks.base import ChunkSink, VectorTarget
 from streams.sinks.pinecone_target import PineconeTarget
@@ -42,11 +42,17 @@ def _one_target(settings: Settings, tenant: str) -> VectorTarget:
             host=settings.pinecone_host,
             index_host=settings.pinecone_index_host,
             namespace=tenant_name(settings.pinecone_namespace, tenant),
+            dimension=spec_for(settings).dimension,
         )
     if settings.vector_store == "lancedb":
         from streams.sinks.lance_target import LanceTarget
 
-        return LanceTarget(settings.lance_dir, tenant_name(settings.lance_table, tenant), columns=settings.vector_keys)
+        return LanceTarget(
+            settings.lance_dir,
+            tenant_name(settings.lance_table, tenant),
+            dimension=spec_for(settings).dimension,
+            columns=settings.vector_keys,
+        )
     raise ValueError(f"unknown vector store {settings.vector_store!r}: use lancedb or pinecone")
 
 

@@ -205,9 +205,10 @@ def test_settings_from_environment_and_config_files(tmp_path: Path, monkeypatch:
 
 
 def test_long_chunk_warning_names_the_options_past_the_model() -> None:
-    assert long_chunk_warning(make_options("cluster"), "truncate") is None
-    line = long_chunk_warning(make_options("section"), "truncate")
+    assert long_chunk_warning(make_options("cluster"), "truncate", 256) is None
+    line = long_chunk_warning(make_options("section"), "truncate", 256)
     assert line and "max_tokens=600" in line and "256 word pieces" in line and "truncated" in line
+    assert long_chunk_warning(make_options("section"), "truncate", 1024) is None  # a model that reads more
 
 
 def test_cli_strategies_lists_every_option() -> None:
