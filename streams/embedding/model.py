@@ -6,8 +6,8 @@ builds embedders from settings and hands them to their users. Embeddings are L2-
 
 The model's own files say how it embeds (`streams.embedding.files.ModelSpec`): its dimensions, the word
 pieces it reads (`max_seq_length`: 256 for MiniLM), its pooling and normalisation. A longer text is either
-embedded truncated (its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean of windows that
-each fit. Either way `stats.long` counts such texts, so the limit is never silent.
+embedded truncated (its tail is not in the vector) or, with `long_texts="mean"`, as the length-weighted mean
+of windows that each fit. Either way `stats.long` counts such texts, so the limit is never silent.
 
 Two caches sit in front of the forward pass, keyed by (model, hash of the normalised text):
 - a bounded LRU in this process;
