@@ -317,7 +317,30 @@ class Settings(BaseSettings):
     )
 
     # Embeddings
-    embed_model: str | None = Field(None, description="a sentence-transformers model directory (default: MiniLM)")
+    embed_model: str | None = Field(
+        None,
+        description="a sentence-transformers model directory of the BERT family (default: the packaged "
+        "all-MiniLM-L6-v2), or with STREAMS_EMBED_URL the model's name at that endpoint (docs/embedding.md)",
+    )
+    embed_url: str | None = Field(
+        None,
+        description="an OpenAI-compatible embeddings API (https://host/v1): the model STREAMS_EMBED_MODEL names "
+        "there embeds instead of a local one",
+    )
+    embed_api_key: SecretStr | None = Field(None, description="the embeddings API's key (a secret: never printed)")
+    embed_max_tokens: int = Field(8191, ge=8, description="the most tokens the endpoint's model reads of one text")
+    embed_tokenizer: str = Field(
+        "cl100k_base",
+        description="how the endpoint's tokens are counted: a tiktoken encoding or a directory with tokenizer.json",
+    )
+    embed_batch_texts: int = Field(64, ge=1, le=2048, description="the most texts in one request to the endpoint")
+    embed_batch_tokens: int = Field(16_000, ge=1, description="the most tokens in one request to the endpoint")
+    embed_concurrency: int = Field(4, ge=1, le=64, description="requests to the endpoint in flight at once")
+    embed_tokens_per_minute: int = Field(0, ge=0, description="the endpoint's token budget a minute (0: none)")
+    embed_timeout_s: float = Field(30.0, gt=0, description="seconds a request to the endpoint may take")
+    embed_retries: int = Field(
+        6, ge=0, le=20, description="retries of a request answered 429 or 5xx, timed out or refused (backoff, jitter)"
+    )
     embed_backend: str = Field(
         "onnx",
         pattern="^(torch|onnx|onnx-int8)$",
@@ -361,7 +384,7 @@ class Settings(BaseSettings):
     embed_long_chunks: str = Field(
         "mean",
         pattern="^(truncate|mean)$",
-        description="a chunk past the model's 256 word pieces: mean of windows that fit, or truncate (counted "
+        description="a chunk past the word pieces the model reads: mean of windows that fit, or truncate (counted "
         "either way) (docs/benchmarks.md, Retrieval quality)",
     )
     embed_context: list[str] = Field(
@@ -429,6 +452,15 @@ class Settings(BaseSettings):
     def _ui_tenant(self) -> Settings:
         if self.ui_tenant:
             self.tenant_scope(self.ui_tenant)  # a tenant name, and tenancy on: one line, and no start
+        return self
+
+    @model_validator(mode="after")
+    def _endpoint_names_its_model(self) -> Settings:
+        """An embeddings endpoint serves many models: which one is never guessed."""
+        if self.embed_url and not self.embed_model:
+            raise ValueError("STREAMS_EMBED_URL needs STREAMS_EMBED_MODEL: the model's name at that endpoint")
+        if self.embed_url and not self.embed_url.startswith(("http://", "https://")):
+            raise ValueError(f"STREAMS_EMBED_URL must be an http(s) URL, got {self.embed_url!r}")
         return self
 
     @model_validator(mode="after")
@@ -545,7 +577,7 @@ class Settings(BaseSettings):
         for key in self.secret_fields():
             if data.get(key):
                 data[key] = "***"
-        for key in ("mongo_url", "schema_registry_url", "pinecone_host"):
+        for key in ("mongo_url", "schema_registry_url", "pinecone_host", "embed_url"):
             if data.get(key):
                 data[key] = mask_url(data[key])
         return data

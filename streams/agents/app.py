@@ -24,7 +24,7 @@ from streams.core.records import manifest_for, skipped_manifest
 from streams.core.sealed import Shredded
 from streams.core.versions import decide, delete
 from streams.embedding.model import EmbeddingUnavailable
-from streams.embedding.stores import embedder_for, spec_for
+from streams.embedding.stores import embedder_for, embedding_limit
 from streams.runtime import metrics as m
 from streams.runtime.clients import client_id, dead_letter_limit, group_id, record_limit
 from streams.runtime.keyring import codec_for
@@ -317,7 +317,7 @@ def chunker_app(strategy: str, settings: Settings) -> faust.App:
         chunker.warm_up()
     except EmbeddingUnavailable as exc:
         raise EmbeddingUnavailable(f"chunker:{strategy} cannot start: {exc}") from exc
-    warning = long_chunk_warning(chunker.options, settings.embed_long_chunks, spec_for(settings).max_pieces)
+    warning = long_chunk_warning(chunker.options, settings.embed_long_chunks, embedding_limit(settings))
     if warning:  # once, at start-up: the vector sink counts each such chunk
         log.warning(warning)
 

@@ -38,6 +38,7 @@ from streams.core.chunkers.base import EmbeddingUnavailable
 from streams.core.records import content_hash
 from streams.embedding.files import ModelSpec, model_fingerprint, model_spec
 from streams.embedding.graph import GRAPH, INT8
+from streams.embedding.remote import RemoteModel, RemoteSpec
 
 DEFAULT_CACHE_SIZE = 100_000
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -127,14 +128,17 @@ class Embedder:
         threads: int = 0,
         long_texts: str = "mean",
         descending: bool = False,
+        remote: RemoteSpec | None = None,
     ) -> None:
+        """`remote`: an OpenAI-compatible endpoint embeds instead of a local model (`streams.embedding.remote`)."""
         if long_texts not in LONG_TEXTS:
             raise EmbeddingUnavailable(f"long_texts must be one of {', '.join(LONG_TEXTS)}, got {long_texts!r}")
-        self.model_path = model_path or default_model_path()
+        self.remote = remote
+        self.model_path = "" if remote else model_path or default_model_path()
         self.threads = threads  # 0: the runtime's default
         self.long_texts = long_texts
         self.model_name = Path(self.model_path).name if Path(self.model_path).name != "model" else ""
-        self.model_name = self.model_name or "all-MiniLM-L6-v2"
+        self.model_name = remote.model if remote else self.model_name or "all-MiniLM-L6-v2"
         self.backend = backend or Backend()
         self.batch_size = batch_size
         self.cache_size = cache_size
@@ -149,6 +153,9 @@ class Embedder:
     def model_key(self) -> str:
         """Identity of the vectors in a shared store: model name, backend, a fingerprint of its files, and
         how long texts are embedded (a deployment uses one way; the two never share a long text's vector)."""
+        if self.remote:  # the endpoint's model: its name and size are all there is to know of it
+            key = f"{self.remote.model}:remote:{self.dimension}"
+            return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
         backend = self.backend.name if self.backend.name == "torch" else f"{self.backend.name}-{GRAPH}"
         backend += f"-{INT8}" if self.backend.name == "onnx-int8" else ""
         backend += "-cuda" if self.backend.on_cuda() else ""  # GPU kernels round differently: never mixed
@@ -157,7 +164,10 @@ class Embedder:
 
     @functools.cached_property
     def spec(self) -> ModelSpec:
-        """What the model's files declare: dimensions, word pieces read, pooling, normalisation."""
+        """What the model's files declare: dimensions, word pieces read, pooling, normalisation (for an
+        endpoint: the size of the vectors it answered the probe with, and its configured limit)."""
+        if self.remote:
+            return ModelSpec(self.model.dimension, self.remote.max_tokens, pooling="remote", normalize=False)
         if not Path(self.model_path).is_dir():
             raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
         return model_spec(self.model_path)
@@ -188,6 +198,8 @@ class Embedder:
 
     def windows(self, text: str) -> list[str]:
         """`text` cut at word starts into pieces the model reads whole (special tokens left room for)."""
+        if self.remote:
+            return self.model.pieces.windows(text, self.max_pieces)
         encoding = self._pieces.encode(text, add_special_tokens=False)
         room = self.max_pieces - 2
         offsets, words = encoding.offsets, encoding.word_ids
@@ -207,6 +219,8 @@ class Embedder:
     @property
     def model(self) -> Any:
         """Load on first use, never from the network."""
+        if self._model is None and self.remote:
+            self._model = RemoteModel(self.remote)
         if self._model is None:
             if not Path(self.model_path).is_dir():
                 raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
@@ -246,7 +260,7 @@ class Embedder:
             show_progress_bar=False,
         )
         vectors = np.asarray(vectors, dtype=np.float32)
-        if self.backend.name != "torch" and not self.spec.normalize:
+        if self.remote or (self.backend.name != "torch" and not self.spec.normalize):
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return vectors
 
@@ -273,7 +287,8 @@ class Embedder:
             self.stats.long += len(long)
             if self.long_texts == "mean" and long:
                 self._keep({k: self._window_mean(missing.pop(k)) for k in long}, found)
-            batches = self._batches(missing, lengths)
+            # An endpoint takes them all at once: it bounds its own requests and sends them side by side.
+            batches = [list(missing)] if self.remote else self._batches(missing, lengths)
             since_check = 0
             while batches:
                 batch = [k for k in batches.pop(0) if k in missing]  # some may have come from the store
@@ -301,13 +316,15 @@ class Embedder:
 
     def _window_mean(self, text: str) -> np.ndarray:
         """A long text as the mean of its windows' vectors, weighted by their length, normalised again.
-        Windows of one length share a batch (no padding), so the result does not depend on batching."""
+        Windows of one length share a batch (no padding), so the result does not depend on batching; an
+        endpoint takes them all in one call."""
         windows = self.windows(text)
         sizes = self.token_lengths(windows)
+        rows: dict[int, np.ndarray] = dict(enumerate(self.forward(windows))) if self.remote else {}
         by_length: dict[int, list[int]] = {}
         for index, size in enumerate(sizes):
-            by_length.setdefault(size, []).append(index)
-        rows: dict[int, np.ndarray] = {}
+            if index not in rows:
+                by_length.setdefault(size, []).append(index)
         for size in sorted(by_length):
             indices = by_length[size]
             for start in range(0, len(indices), self.batch_size):
@@ -335,6 +352,8 @@ class Embedder:
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Word pieces each whole text becomes (special tokens included); the model reads `max_pieces`."""
+        if self.remote:
+            return self.model.pieces.lengths(texts)
         texts = [t.lower() for t in texts] if self.spec.lowercase else texts
         return [len(e.ids) for e in self._pieces.encode_batch(texts)]
 

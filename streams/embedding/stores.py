@@ -29,6 +29,7 @@ import numpy as np
 
 from streams.embedding.files import ModelSpec, model_spec
 from streams.embedding.model import Backend, CacheStats, Embedder, EmbeddingStore, default_model_path
+from streams.embedding.remote import RemoteSpec
 from streams.runtime.clients import client_options
 from streams.settings import Settings
 
@@ -241,6 +242,7 @@ class _Inputs:
     long_texts: str
     descending: bool
     store: StoreSpec | None
+    remote: RemoteSpec | None
 
 
 _embedders: dict[_Inputs, Embedder] = {}  # the cache keyed by its inputs; nothing else is kept here
@@ -255,18 +257,20 @@ def get_embedder(
     threads: int = 0,
     descending: bool = False,
     store: StoreSpec | None = None,
+    remote: RemoteSpec | None = None,
 ) -> Embedder:
     """The embedder for exactly these inputs, built on first use and then reused: loading a model costs
     seconds and memory, so equal inputs share one. Every input is an argument (defaults: the packaged
     model on ONNX Runtime, the runtime's threads, no shared store); nothing is read from anywhere else.
     `descending` is the order missing texts are embedded in (`Embedder`); a store is opened once per key."""
     inputs = _Inputs(
-        str(Path(model_path or default_model_path()).resolve()),
+        "" if remote else str(Path(model_path or default_model_path()).resolve()),
         backend or Backend(),
         threads,
         long_texts,
         descending,
         store,
+        remote,
     )
     with _building:
         embedder = _embedders.get(inputs)
@@ -279,6 +283,7 @@ def get_embedder(
                 long_texts=long_texts,
                 descending=descending,
                 store=store.open() if store is not None else None,
+                remote=remote,
             )
             _embedders[inputs] = embedder
     if first:  # one collector per process, over every embedder it builds (registering reads it: unlocked)
@@ -312,6 +317,26 @@ def embedder_for(
         threads=settings.embed_threads or 0,
         descending=descending,
         store=StoreSpec.from_settings(settings) if shared else None,
+        remote=remote_spec(settings),
+    )
+
+
+def remote_spec(settings: Settings) -> RemoteSpec | None:
+    """The endpoint the settings name (STREAMS_EMBED_URL), or None for a local model."""
+    if not settings.embed_url:
+        return None
+    return RemoteSpec(
+        url=settings.embed_url,
+        model=settings.embed_model or "",
+        api_key=settings.secret("embed_api_key"),
+        max_tokens=settings.embed_max_tokens,
+        tokenizer=settings.embed_tokenizer,
+        batch_texts=settings.embed_batch_texts,
+        batch_tokens=settings.embed_batch_tokens,
+        concurrency=settings.embed_concurrency,
+        tokens_per_minute=settings.embed_tokens_per_minute,
+        timeout_s=settings.embed_timeout_s,
+        retries=settings.embed_retries,
     )
 
 
@@ -322,8 +347,16 @@ def vector_embedder_for(settings: Settings) -> Embedder:
 
 
 def spec_for(settings: Settings) -> ModelSpec:
-    """What the configured model declares (dimensions, word pieces read), from its files, without loading it."""
+    """What the configured model declares (dimensions, word pieces read), from its files without loading it;
+    an endpoint's model is asked once (its probe) and its limit is the setting's."""
+    if settings.embed_url:
+        return vector_embedder_for(settings).spec
     return model_spec(settings.embed_model or default_model_path())
+
+
+def embedding_limit(settings: Settings) -> int:
+    """The tokens the configured model reads of one text, known without a load or a request."""
+    return settings.embed_max_tokens if settings.embed_url else spec_for(settings).max_pieces
 
 
 def cache_stats() -> CacheStats:

@@ -55,6 +55,21 @@ EMBED_BATCH = Histogram(
     buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30),
 )
 
+REMOTE_REQUESTS = Counter(
+    "streams_embedding_remote_requests",
+    "Requests to the remote embedding endpoint, by outcome (ok, or the status or error that ended it)",
+    ["outcome"],
+)
+REMOTE_TOKENS = Counter("streams_embedding_remote_tokens", "Tokens sent to the remote embedding endpoint")
+REMOTE_RETRIES = Counter(
+    "streams_embedding_remote_retries", "Retried requests to the remote embedding endpoint", ["reason"]
+)
+REMOTE_LATENCY = Histogram(
+    "streams_embedding_remote_seconds",
+    "Time of one request to the remote embedding endpoint, answered or not",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30),
+)
+
 
 class LagCollector(Collector):
     """Consumer lag of this process's group, computed at scrape time from the broker."""
