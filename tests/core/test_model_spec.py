@@ -2,8 +2,8 @@
 its own files, and its vectors are sentence-transformers' on the same directory.
 
 No second packaged model is on the package index here (gt-* and other names tried), so the second model
-is a small BERT of another size written by the test from seeded weights: its vectors mean nothing, but
-they must be the same as sentence-transformers computes from the same files.
+is a small BERT of another size written from seeded weights (tests/models.py): its vectors mean nothing,
+but they must be the same as sentence-transformers computes from the same files.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from streams.embedding.files import ModelSpec, model_spec
 from streams.embedding.model import Backend, Embedder, EmbeddingUnavailable, default_model_path
+from tests.models import tiny_bert
 
 TEXTS = [
     "The contractor shall install strain gauges on every span of the bridge.",
@@ -25,52 +26,19 @@ TEXTS = [
 ]
 
 
-def tiny_model(directory: Path, pooling: str, normalize: bool, max_seq_length: int = 48) -> Path:
-    """A two-layer BERT with 32 dimensions, MiniLM's vocabulary, seeded weights and the given pipeline."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(7)
-    config = transformers.BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    transformers.BertModel(config).save_pretrained(directory, safe_serialization=True)
-    packaged = Path(default_model_path())
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(packaged / name, directory / name)
-    modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    if normalize:
-        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
-    (directory / "modules.json").write_text(json.dumps(modules))
-    (directory / "1_Pooling").mkdir()
-    flags = {f"pooling_mode_{m}": m == pooling for m in ("cls_token", "mean_tokens", "max_tokens")}
-    (directory / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **flags}))
-    (directory / "sentence_bert_config.json").write_text(
-        json.dumps({"max_seq_length": max_seq_length, "do_lower_case": False})
-    )
-    return directory
-
-
 def test_the_packaged_model_declares_what_minilm_is() -> None:
     assert model_spec(default_model_path()) == ModelSpec(dimension=384, max_pieces=256, pooling="mean", normalize=True)
 
 
-@pytest.mark.parametrize(("pooling", "normalize"), [("cls_token", False), ("max_tokens", True)])
+@pytest.mark.parametrize(("pooling", "normalize"), [("cls", False), ("max", True), ("mean", True)])
 def test_another_size_and_pooling_embeds_as_sentence_transformers_does(
     tmp_path: Path, pooling: str, normalize: bool
 ) -> None:
     st = pytest.importorskip("sentence_transformers")
-    path = tiny_model(tmp_path / "tiny", pooling, normalize)
+    path = tiny_bert(tmp_path / "tiny", pooling, normalize)
     spec = model_spec(path)
     assert (spec.dimension, spec.max_pieces, spec.normalize) == (32, 48, normalize)
-    assert spec.pooling == pooling.split("_")[0]
+    assert spec.pooling == pooling
 
     from streams.embedding.onnx import OnnxSentenceModel
 
