@@ -250,6 +250,10 @@ def sink(
     batch_size: Annotated[
         int | None, typer.Option("--batch-size", min=1, help="Records per batch (default STREAMS_SINK_BATCH_SIZE).")
     ] = None,
+    index: Annotated[
+        str | None,
+        typer.Option("--index", help="The vector index to write (`streams index`; default: `default`)."),
+    ] = None,
 ) -> None:
     """Run a sink (its own consumer group) on the chunk and status topics until stopped."""
     import signal
@@ -260,6 +264,12 @@ def sink(
     from streams.sinks.runner import SinkRunner
 
     settings = Settings()
+    if index and kind != "vectors":
+        raise typer.BadParameter("--index is for the vector sink")
+    if kind == "vectors" and index:
+        from streams.sinks.indexes import index_settings
+
+        settings = index_settings(settings, index)  # its model, backend and target, from the catalogue
     if kind == "vectors" and settings.embed_threads is None:
         # The last stage and the heaviest: it embeds whole chunks after the chunkers are done with a burst,
         # so a second (non-spinning) thread shortens the tail (docs/benchmarks.md, The demo).
@@ -272,8 +282,8 @@ def sink(
     runner = SinkRunner(settings, sink_, batch_size=batch_size or settings.sink_batch_size)
     from streams.runtime.watchdog import watch_process
 
-    watch_process(settings, f"sink:{kind}", runner.group, lambda: runner.has_partitions, lambda: runner.owned)
-    err.print(f"sink {kind}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}")
+    watch_process(settings, f"sink:{sink_.name}", runner.group, lambda: runner.has_partitions, lambda: runner.owned)
+    err.print(f"sink {sink_.name}: consuming {settings.topics.chunks} and {settings.topics.status} as {runner.group}")
     runner.run(stop)
 
 
@@ -602,6 +612,9 @@ def audit(
     all_tenants: Annotated[
         bool, typer.Option("--all-tenants", help="With tenancy on: the whole deployment, every tenant (operators).")
     ] = False,
+    index: Annotated[
+        str | None, typer.Option("--index", help="The vector index to check (default: `default`).")
+    ] = None,
 ) -> None:
     """Check every document version on the pages topic against manifests and stores. Exit 0: no gaps; 1: gaps
     no group is still working on (loss); 3: only gaps a group still behind may close (backlog: `--wait`)."""
@@ -611,10 +624,14 @@ def audit(
     from streams.runtime import metrics
 
     settings = Settings()
+    if index:
+        from streams.sinks.indexes import index_settings
+
+        settings = index_settings(settings, index)  # its target, model and sink group
     scope = "" if all_tenants and settings.tenant_key else settings.tenant_scope(tenant)
-    names = [s for s in stores.split(",") if s]
     since_ms = parse_from(since) if since else None
-    opened = audit_stores(settings, names)
+    opened = audit_stores(settings, [s for s in stores.split(",") if s])
+    names = [s.name for s in opened]  # `vectors.NAME` for another index: its own ledger events and group
     try:
         with _progress() as progress:
             task = progress.add_task("reading the ledger", total=None)
@@ -706,12 +723,15 @@ def search(
         typer.Option("--as", help="Only what this principal may read: named in the document's acl, or no acl."),
     ] = None,
     tenant: Annotated[str | None, TENANT_OPTION] = None,
+    index: Annotated[
+        str | None, typer.Option("--index", help="The vector index to read (default: the promoted one).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Search the vector store (latest versions only); text comes from MongoDB by chunk id."""
-    from streams.ops.search import search as run_search
+    from streams.sinks.search import search as run_search
 
-    hits = run_search(Settings(), question, k, strategy, filters or [], principal, tenant)
+    hits = run_search(Settings(), question, k, strategy, filters or [], principal, tenant, index)
     if as_json:
         for hit in hits:
             sys.stdout.write(json.dumps(hit, ensure_ascii=False, sort_keys=True, default=str) + "\n")
@@ -861,6 +881,69 @@ def letters_replay(
         f"{verb} {len(done.sent)} dead letter(s); {len(done.already)} re-driven before, left alone; "
         f"{len(done.unsendable)} cannot be"
     )
+
+
+index_app = typer.Typer(help="Vector indexes: one per embedding model, and a move between them.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("create")
+def index_create(
+    name: Annotated[str, typer.Argument(help="The new index's name (lower-case letters, digits, hyphens).")],
+    model: Annotated[str, typer.Option("--model", help="A model directory, or the endpoint's model name.")],
+    url: Annotated[str | None, typer.Option("--url", help="An OpenAI-compatible embeddings API.")] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="onnx, onnx-int8 or torch (default STREAMS_VECTOR_BACKEND).")
+    ] = None,
+) -> None:
+    """Make an index for another model; its sink backfills it from the start of the topics while the current
+    index keeps serving."""
+    from streams.ops.indexes import create
+
+    err.print(create(Settings(), name, model, url, backend))
+
+
+@index_app.command("status")
+def index_status(
+    name: Annotated[str | None, typer.Argument(help="One index (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Each index's model, lag and coverage of the latest chunks, and which one searches read."""
+    from streams.ops.indexes import status
+
+    states = status(Settings(), name)
+    if as_json:
+        for state in states:
+            sys.stdout.write(json.dumps(state.as_dict(), sort_keys=True) + "\n")
+        return
+    for s in states:
+        mark = "[green]serving[/] " if s.serving else ""
+        out.print(
+            f"{mark}{s.name}: {s.model} ({s.dimension} dims), lag {s.lag}, "
+            f"{s.wanted - s.missing}/{s.wanted} latest chunks, {s.stale} not flagged latest",
+            highlight=False,
+        )
+
+
+@index_app.command("promote")
+def index_promote(
+    name: Annotated[str, typer.Argument(help="The index searches should read.")],
+    force: Annotated[bool, typer.Option("--force", help="Promote even while it lags or misses chunks.")] = False,
+) -> None:
+    """Make an index the one `streams search`, the console and the Python API read."""
+    from streams.ops.indexes import promote
+
+    state = promote(Settings(), name, force)
+    err.print(f"index {name} serves now ({state.wanted - state.missing}/{state.wanted} latest chunks)")
+
+
+@index_app.command("drop")
+def index_drop(name: Annotated[str, typer.Argument(help="The index to remove, with its data.")]) -> None:
+    """Remove an index that no longer serves: its vectors, its sink's group and state, its model's cache."""
+    from streams.ops.indexes import drop
+
+    for line in drop(Settings(), name):
+        err.print(f"index {name}: {line}")
 
 
 schemas_app = typer.Typer(help="Avro schema history.", no_args_is_help=True)

@@ -268,6 +268,12 @@ class Settings(BaseSettings):
     mongo_database: str = Field("streams", description="the MongoDB database of the chunks")
     mongo_collection: str = Field("chunks", description="the MongoDB collection of the chunks")
     vector_store: str = Field("lancedb", pattern="^(lancedb|pinecone)$", description="lancedb or pinecone")
+    vector_index: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9-]{0,39}$",
+        description="the vector index to write or read (`streams sink vectors --index`); unset, a vector sink "
+        "writes `default` and a search reads the promoted index (`streams index`, docs/embedding.md)",
+    )
     vector_metadata_keys: str = Field(
         "",
         description="document metadata keys each vector carries, to filter on: KEY[:TYPE],... with TYPE str "
@@ -512,7 +518,22 @@ class Settings(BaseSettings):
 
     @property
     def lance_table(self) -> str:
-        return deployed(self.deployment, "chunks", "-")
+        """The LanceDB table of this deployment's vector index (`chunks`, or `chunks.NAME` for another)."""
+        return deployed(self.deployment, "chunks", "-") + self._index_suffix
+
+    @property
+    def vector_namespace(self) -> str:
+        """The Pinecone namespace of this deployment's vector index, named as its LanceDB table is."""
+        return self.pinecone_namespace + self._index_suffix
+
+    @property
+    def _index_suffix(self) -> str:
+        return "" if self.index_name == "default" else f".{self.index_name}"
+
+    @property
+    def index_name(self) -> str:
+        """The vector index these settings write: STREAMS_VECTOR_INDEX, or `default`."""
+        return self.vector_index or "default"
 
     @property
     def lance_dir(self) -> Path:

@@ -141,6 +141,8 @@ VECTOR_FIELDS = (
     "is_critical",
     "requirement_flag",
     "content_hash",
+    "embedding_model",
+    "vector_index",
     "vector",
     "values",
     "id",

@@ -124,6 +124,11 @@ class SqliteEmbeddingStore:
                 removed += self.db.execute(f"DELETE FROM vectors WHERE key IN ({marks})", batch).rowcount
         return removed
 
+    def drop_model(self, model: str) -> int:
+        """Every vector of one model gone (its index dropped): how many rows left."""
+        with self._lock:
+            return int(self.db.execute("DELETE FROM vectors WHERE model = ?", (model,)).rowcount)
+
     def count(self) -> int:
         with self._lock:
             return int(self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
@@ -180,6 +185,12 @@ class MongoEmbeddingStore:
                 ],
                 ordered=False,
             )
+
+    def drop_model(self, model: str) -> int:
+        """Every vector of one model gone (its index dropped): ids start `model|`."""
+        import re
+
+        return int(self.collection.delete_many({"_id": {"$regex": f"^{re.escape(model)}\\|"}}).deleted_count)
 
     def forget(self, keys: Sequence[str]) -> int:
         """Every model's vector of `keys` gone (a purge): ids are `model|key`, so one pattern per batch."""

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from streams.runtime.clients import client_config
+from streams.runtime.clients import client_config, group_id
 from streams.runtime.lag import PartitionLag, group_lag, known_groups
 from streams.settings import Settings
+from streams.sinks.indexes import DEFAULT, indexes
 
 
 def active_groups(settings: Settings) -> set[str]:
@@ -25,8 +26,18 @@ def active_groups(settings: Settings) -> set[str]:
         return set()
 
 
+def index_groups(settings: Settings) -> dict[str, list[str]]:
+    """The sinks of the vector indexes besides `default` (none when the catalogue cannot be read)."""
+    try:
+        names = [i.name for i in indexes(settings, timeout_ms=1000) if i.name != DEFAULT]
+    except Exception:  # no MongoDB here: the groups the settings know are still reported
+        return {}
+    topics = [settings.topics.chunks, settings.topics.status]
+    return {group_id(settings, f"sink-vectors.{name}"): topics for name in names}
+
+
 def lag_report(settings: Settings, only_group: str | None = None, include_idle: bool = False) -> dict:
-    groups = known_groups(settings)
+    groups = {**known_groups(settings), **index_groups(settings)}
     listed = active_groups(settings)
     rows: list[PartitionLag] = []
     for group, topics in groups.items():

@@ -454,6 +454,8 @@ class LocalPipeline:
         return proc
 
     def _command(self, role: str) -> list[str]:
+        if role.startswith("sink:vectors."):  # one vector index's own sink (streams.sinks.indexes)
+            return ["sink", "vectors", "--index", role.removeprefix("sink:vectors.")]
         if role.startswith("sink:"):
             return ["sink", role[5:]]
         if role == "ui":

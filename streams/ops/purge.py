@@ -28,6 +28,7 @@ from streams.embedding.stores import open_store
 from streams.runtime.keyring import KeyRing
 from streams.settings import ConfigError, Settings
 from streams.sinks.factory import vector_target
+from streams.sinks.indexes import indexes
 
 PURGES_COLLECTION = "purges"
 #: What the receipt says of the topics, by whether their records were sealed.
@@ -111,15 +112,17 @@ def purge(
             mongo.collection.find(rows_of, {"_id": 1, "content_hash": 1, "strategy": 1, "text": 1, "section_path": 1})
         )
         receipt.rows = mongo.collection.delete_many(rows_of).deleted_count
-        if whole:
-            target = vector_target(settings, scope)
-            receipt.vectors = target.count()
-            target.drop()  # type: ignore[attr-defined]
-        else:
-            target = vector_target(settings)
-            ids = [str(r["_id"]) for r in rows]
-            receipt.vectors = len(target.flags(ids))
-            target.delete(ids)
+        for index in indexes(settings):  # every index holds its own vectors of the documents
+            own = index.settings(settings)
+            if whole:
+                target = vector_target(own, scope)
+                receipt.vectors += target.count()
+                target.drop()  # type: ignore[attr-defined]
+            else:
+                target = vector_target(own)
+                ids = [str(r["_id"]) for r in rows]
+                receipt.vectors += len(target.flags(ids))
+                target.delete(ids)
         store = open_store(settings)
         if store is not None:
             candidates = {k for row in rows for k in _embedding_keys(row, frozenset(settings.embed_context))}

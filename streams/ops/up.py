@@ -21,6 +21,7 @@ from streams.ops.replay import reset_offsets
 from streams.runtime import metrics
 from streams.runtime.metrics import serve
 from streams.settings import UP_FILE, Settings
+from streams.sinks import indexes
 
 HEALTH_FILE = "health.json"
 
@@ -110,16 +111,45 @@ def run_up(
         for service in pipeline.services():  # supervised like the workers, each broker node on its own
             if service.proc is not None:
                 pipeline.health[service.name] = RoleHealth(service.name, service.proc.pid)
+        _index_sinks(pipeline, console)
         try:
             while not stop.wait(1.0):
                 pipeline.check_workers()
                 write_health(pipeline)
                 for request in sorted(control_dir(pipeline.settings).glob("replay-*.json")):
                     _replay(pipeline, request, console)
+                for request in sorted(control_dir(pipeline.settings).glob("index-*.json")):
+                    _index_request(pipeline, request, console)
         finally:
             pipeline.stopping = True  # from here on an exit is the shutdown, not a crash
             up_file.unlink(missing_ok=True)
             (pipeline.settings.data_dir / HEALTH_FILE).unlink(missing_ok=True)
+
+
+def _index_sinks(pipeline: LocalPipeline, console: Console) -> None:
+    """A sink for every vector index of the catalogue besides `default`, and none for a dropped `default`."""
+    names = [i.name for i in indexes.indexes(pipeline.settings)]
+    if indexes.DEFAULT not in names and "sink:vectors" in pipeline.workers:
+        pipeline.stop_worker("sink:vectors")
+        pipeline.health.pop("sink:vectors", None)
+    for name in names:
+        if name != indexes.DEFAULT and f"sink:vectors.{name}" not in pipeline.workers:
+            pipeline.start_worker(f"sink:vectors.{name}")
+            console.print(f"index {name}: sink started")
+
+
+def _index_request(pipeline: LocalPipeline, request: Path, console: Console) -> None:
+    """`streams index create` or `drop` from another terminal: start or stop that index's sink."""
+    order = json.loads(request.read_text())
+    request.unlink()
+    role = "sink:vectors" if order["index"] == indexes.DEFAULT else f"sink:vectors.{order['index']}"
+    if order["action"] == "start" and role not in pipeline.workers:
+        pipeline.start_worker(role)
+        console.print(f"index {order['index']}: sink started (backfilling from the start of the topics)")
+    elif order["action"] == "stop" and role in pipeline.workers:
+        pipeline.stop_worker(role)
+        pipeline.health.pop(role, None)
+        console.print(f"index {order['index']}: sink stopped")
 
 
 def write_health(pipeline: LocalPipeline) -> None:

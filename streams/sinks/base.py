@@ -82,6 +82,9 @@ class VectorRow:
     is_critical: bool
     requirement_flag: bool
     content_hash: str
+    #: the model that made the vector and the index it belongs to (streams.sinks.indexes)
+    embedding_model: str = ""
+    vector_index: str = ""
     #: the document's allow-listed metadata (STREAMS_VECTOR_METADATA_KEYS), typed as the stores filter it
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -97,6 +100,8 @@ class VectorRow:
             "is_critical": self.is_critical,
             "requirement_flag": self.requirement_flag,
             "content_hash": self.content_hash,
+            "embedding_model": self.embedding_model,
+            "vector_index": self.vector_index,
         }
 
 

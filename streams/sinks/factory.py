@@ -28,7 +28,7 @@ def vector_tenants(settings: Settings) -> list[str]:
 
     base = _one_target(settings, "")
     if settings.vector_store == "pinecone":
-        return tenants_in(settings.pinecone_namespace, base.namespaces())  # type: ignore[attr-defined]
+        return tenants_in(settings.vector_namespace, base.namespaces())  # type: ignore[attr-defined]
     return tenants_in(settings.lance_table, base.tables())  # type: ignore[attr-defined]
 
 
@@ -41,7 +41,7 @@ def _one_target(settings: Settings, tenant: str) -> VectorTarget:
             api_key=settings.secret("pinecone_api_key"),
             host=settings.pinecone_host,
             index_host=settings.pinecone_index_host,
-            namespace=tenant_name(settings.pinecone_namespace, tenant),
+            namespace=tenant_name(settings.vector_namespace, tenant),
             dimension=spec_for(settings).dimension,
         )
     if settings.vector_store == "lancedb":
@@ -74,10 +74,12 @@ def vector_sink(settings: Settings, embedder: Embedder) -> VectorSink:
     """The vector sink of these settings: its target, state, strategies in context and metadata keys."""
     from streams.sinks.vectors import VectorSink
 
+    index = "" if settings.index_name == "default" else f".{settings.index_name}"
     return VectorSink(
         vector_target(settings),
-        settings.data_dir / "vector-sink" / "state.sqlite",
+        settings.data_dir / f"vector-sink{index}" / "state.sqlite",
         embedder=embedder,
+        index=settings.index_name,
         delete_superseded=settings.delete_superseded_vectors,
         context_strategies=settings.embed_context,
         metadata_keys=settings.vector_keys,

@@ -54,6 +54,8 @@ class LanceTarget:
             pa.field("is_critical", pa.bool_()),
             pa.field("requirement_flag", pa.bool_()),
             pa.field("content_hash", pa.string()),
+            pa.field("embedding_model", pa.string()),
+            pa.field("vector_index", pa.string()),
         ]
         fields += [pa.field(key, ARROW_TYPES[kind]) for key, kind in (columns or {}).items()]
         try:
@@ -62,6 +64,11 @@ class LanceTarget:
             self.table = self.db.open_table(table)
             have = self.table.schema
             for wanted in fields:
+                if wanted.name == "vector" and have.field("vector").type != wanted.type:
+                    raise ConfigError(
+                        f"LanceDB table {table} holds vectors of {have.field('vector').type.list_size} values, the "
+                        f"model makes {dimension}: a new model goes to a new index (streams index create)"
+                    ) from None
                 if wanted.name in have.names and have.field(wanted.name).type != wanted.type:
                     raise ConfigError(
                         f"LanceDB table {table} keeps {wanted.name!r} as {have.field(wanted.name).type}, not "

@@ -86,9 +86,14 @@ class VectorSink:
         context_strategies: Collection[str] = (),
         metadata_keys: Mapping[str, str] | None = None,
         max_metadata_bytes: int = PINECONE_METADATA_BYTES,
+        index: str = "default",
     ):
         """`embedder` is handed in, built from the caller's settings (`streams.embedding.stores.embedder_for`);
-        `metadata_keys` are the document metadata keys each vector carries, with their types."""
+        `metadata_keys` are the document metadata keys each vector carries, with their types. `index` names
+        the vector index (streams.sinks.indexes): the sink's name, so its consumer group and its ledger
+        events are the index's own, is `vectors` for the default index and `vectors.NAME` for another."""
+        self.index = index
+        self.name = "vectors" if index == "default" else f"vectors.{index}"
         self.metadata_keys = dict(metadata_keys or {})
         self.max_metadata_bytes = max_metadata_bytes
         self.target = target
@@ -206,6 +211,8 @@ class VectorSink:
             is_critical=bool(meta.get("is_critical", False)),
             requirement_flag=bool(meta.get("requirement_flag", False)),
             content_hash=r.content_hash,
+            embedding_model=self.embedder.model_name,
+            vector_index=self.index,
             extra=vector_metadata(r.doc_metadata, self.metadata_keys),
         )
 

@@ -27,9 +27,9 @@ from streams.core.tenancy import tenant_in
 from streams.ingest.files import page_events
 from streams.ops.audit import audit_stores, document_status, lineage, read_page, read_topic
 from streams.ops.lag import lag_report
-from streams.ops.search import search
 from streams.runtime.keyring import codec_for
 from streams.settings import Settings
+from streams.sinks.search import search
 
 PREVIEW_BYTES = 400
 DEAD_LETTERS_KEPT = 500

@@ -10,7 +10,7 @@ import pytest
 
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.ops.search import search
+from streams.sinks.search import search
 from tests.conftest import HashEmbedder, make_pages
 from tests.integration.conftest import pipeline_settings, sinks_running, until
 

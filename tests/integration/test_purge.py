@@ -26,9 +26,9 @@ from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, child_env, publish_pages
 from streams.ops.purge import TOPICS_SHREDDED, Receipt, purge, receipts
 from streams.ops.redrive import letters
-from streams.ops.search import search
 from streams.ops.tail import read_topic
 from streams.sinks.factory import vector_target
+from streams.sinks.search import search
 from tests.conftest import HashEmbedder, make_pages
 from tests.integration.conftest import pipeline_settings, sinks_running, until
 

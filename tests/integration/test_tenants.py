@@ -11,9 +11,9 @@ import pytest
 from streams.ops.audit import audit, document_status, read_ledger
 from streams.ops.embedded import document_store
 from streams.ops.pipeline import Collector, LocalPipeline, publish_pages
-from streams.ops.search import search
 from streams.settings import ConfigError
 from streams.sinks.factory import vector_target, vector_tenants
+from streams.sinks.search import search
 from tests.conftest import HashEmbedder, make_pages
 from tests.integration.conftest import pipeline_settings, sinks_running, until
 

@@ -1,4 +1,4 @@
-"""`streams search`: a query for people over the vector store, with text fetched from MongoDB."""
+"""`streams search`: a query for people over the promoted vector index, with text fetched from MongoDB."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from streams.embedding.stores import embedder_for
 from streams.settings import Settings
 from streams.sinks.factory import vector_target
 from streams.sinks.filters import parse, readable_by
+from streams.sinks.indexes import index_settings
 
 
 def search(
@@ -19,12 +20,15 @@ def search(
     filters: Sequence[str] = (),
     principal: str | None = None,
     tenant: str | None = None,
+    index: str | None = None,
 ) -> list[dict[str, Any]]:
     """The `k` nearest latest chunks meeting every filter (`year>=2024`, `tags=a|b`), and only those that
     `principal` may read when one is given (streams.sinks.filters; FilterError: one line). With tenancy on
-    the search is `tenant`'s alone: its own namespace or table, and rows of its own."""
+    the search is `tenant`'s alone: its own namespace or table, and rows of its own. It reads vector index
+    `index`, or the promoted one (streams.sinks.indexes), and embeds the question with that index's model."""
     from streams.sinks.mongo import MongoSink
 
+    settings = index_settings(settings, index)
     scope = settings.tenant_scope(tenant)
     where = parse(filters, settings.vector_keys)  # a bad filter is refused before the model loads
     if principal is not None:
@@ -52,6 +56,7 @@ def search(
                 "page_numbers": doc.get("page_numbers", []),
                 "text": doc.get("text", "(text not in MongoDB yet)"),
                 "doc_metadata": doc.get("doc_metadata", {}),
+                "vector_index": match.metadata.get("vector_index") or settings.index_name,
             }
         )
     return hits
