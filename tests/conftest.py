@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 from streams.core.events import PageEvent
+from streams.embedding.files import ModelSpec
 from streams.embedding.model import Embedder
 from streams.ops.processes import EmbeddedProcess
 from tests.buses import BUSES
@@ -374,6 +375,10 @@ class HashEmbedder(Embedder):
     @property
     def dimension(self) -> int:
         return self.size
+
+    @property
+    def spec(self) -> ModelSpec:  # type: ignore[override]
+        return ModelSpec(dimension=self.size, max_pieces=256)
 
     def forward(self, texts: list[str]) -> np.ndarray:
         time.sleep(self.delay)

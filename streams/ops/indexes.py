@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 
 from streams.embedding.stores import open_store, vector_embedder_for
-from streams.runtime.clients import group_id
+from streams.runtime.clients import client_config, group_id
 from streams.runtime.lag import group_lag
 from streams.settings import UP_FILE, ConfigError, Settings
 from streams.sinks import indexes as catalogue
@@ -140,8 +140,6 @@ def drop(settings: Settings, name: str) -> list[str]:
     """Remove index `name` and its data: its vectors (every tenant's), its sink's state and consumer group,
     and the shared store's vectors of its model where no other index uses them. Never the serving index."""
     from confluent_kafka.admin import AdminClient
-
-    from streams.runtime.clients import client_config
 
     index = catalogue.find(settings, name)
     if catalogue.serving(settings) == name:

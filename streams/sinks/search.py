@@ -28,11 +28,11 @@ def search(
     `index`, or the promoted one (streams.sinks.indexes), and embeds the question with that index's model."""
     from streams.sinks.mongo import MongoSink
 
-    settings = index_settings(settings, index)
     scope = settings.tenant_scope(tenant)
     where = parse(filters, settings.vector_keys)  # a bad filter is refused before the model loads
     if principal is not None:
         where.append(readable_by(principal))
+    settings = index_settings(settings, index)  # after the refusals above: they need no store
     vector = embedder_for(settings).encode([question])[0]
     matches = vector_target(settings, scope).query([float(x) for x in vector], k, strategy, where)
     if not matches:
