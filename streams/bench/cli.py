@@ -657,6 +657,28 @@ def metadata(
         out.print_json(data=result)
 
 
+@bench_app.command("backfill")
+def backfill(
+    model: Annotated[
+        str | None, typer.Option("--model", help="The second index's model (default: the packaged one).")
+    ] = None,
+    backend: Annotated[str, typer.Option("--backend", help="The second index's backend.")] = "onnx",
+    strategy: Annotated[list[str] | None, typer.Option("--strategy", "-s", help="Strategies (default: all).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A second vector index backfilled beside the live one, after the demo's documents: time, CPU seconds per
+    process against the first ingest's, and nothing missing."""
+    from streams.bench.backfill import run_backfill
+    from streams.settings import Settings
+
+    with _progress() as update:
+        report = run_backfill(Settings(), model, backend, strategy, on_stage=lambda s: update(s, 0, 0))
+    if as_json:
+        _emit_json(report)
+    else:
+        out.print_json(data=report)
+
+
 @bench_app.command("ledger")
 def ledger(
     runs: Annotated[int, typer.Option("--runs", min=1, help="Broker restarts (alternately SIGKILL and SIGTERM).")] = 20,

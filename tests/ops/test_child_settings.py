@@ -72,7 +72,7 @@ def test_a_worker_still_reads_its_own_environment_over_the_parents(tmp_path: Pat
 
 def test_secrets_are_typed_as_secrets_and_only_a_child_sees_them(tmp_path: Path) -> None:
     parent = Settings(data_dir=tmp_path, **CHANGED, ui_token="tok-77")
-    assert set(Settings.secret_fields()) == {"sasl_password", "pinecone_api_key", "ui_token"}
+    assert set(Settings.secret_fields()) == {"sasl_password", "pinecone_api_key", "ui_token", "embed_api_key"}
     for shown in (parent.model_dump_json(), json.dumps(parent.redacted()), repr(parent)):
         assert "s3cret" not in shown and "pk-123" not in shown and "tok-77" not in shown
     assert parent.secret("sasl_password") == "s3cret"
