@@ -1,6 +1,7 @@
 """Streaming document chunking: cleaned pages in, Avro chunk records out.
 
-From Python, offline (no broker): `from streams import chunk_text, chunk_file` (see `streams.api`).
+From Python, offline (no broker): `from streams import chunk_text, chunk_file` (see `streams.api`); against a
+deployment, `from streams import search`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = {"chunk_text", "chunk_file", "NotApplicable", "ChunkRecord", "OptionsError"}
+_API = {"chunk_text", "chunk_file", "search", "NotApplicable", "ChunkRecord", "OptionsError"}
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'streams' has no attribute {name!r}")
 
 
-__all__ = ["ChunkRecord", "NotApplicable", "OptionsError", "__version__", "chunk_file", "chunk_text"]
+__all__ = ["ChunkRecord", "NotApplicable", "OptionsError", "__version__", "chunk_file", "chunk_text", "search"]

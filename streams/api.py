@@ -29,6 +29,7 @@ from streams.core.options import OptionsError
 from streams.core.publish import publish
 from streams.embedding.stores import get_embedder
 from streams.ingest.files import page_events
+from streams.settings import Settings
 from streams.strategies import SENTENCE_UNITS
 
 if TYPE_CHECKING:
@@ -116,3 +117,21 @@ def _chunker(strategy: str, options_json: str, embedder: Embedder | None) -> Chu
 
 
 __all__ = ["ChunkRecord", "NotApplicable", "OptionsError", "chunk_file", "chunk_text"]
+
+
+def search(
+    question: str,
+    k: int = 5,
+    *,
+    strategy: str | None = None,
+    filters: list[str] | None = None,
+    principal: str | None = None,
+    tenant: str | None = None,
+    index: str | None = None,
+    settings: Settings | None = None,
+) -> list[dict[str, Any]]:
+    """The `k` nearest latest chunks in a deployment's promoted vector index (or `index`), as `streams search`
+    answers: chunk id, score, document, pages, text from MongoDB, metadata and the index that answered."""
+    from streams.sinks.search import search as run
+
+    return run(settings or Settings(), question, k, strategy, filters or [], principal, tenant, index)

@@ -11,10 +11,12 @@ import os
 import signal
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from streams.api import search as api_search
 from streams.ops.indexes import status
 from streams.ops.pipeline import publish_pages
 from streams.sinks.factory import vector_target
@@ -78,7 +80,7 @@ class Searcher:
     def _run(self) -> None:
         while not self.stop.is_set():
             try:
-                hits = search(self.settings, "what did the board decide about the pier", 3)
+                hits = api_search("what did the board decide about the pier", 3, settings=self.settings)
                 if hits:
                     self.answered += 1
                     self.indexes.append(hits[0]["vector_index"])
@@ -90,10 +92,10 @@ class Searcher:
 def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load(tmp_path: Path, bus: str) -> None:
     data_dir = tmp_path / "var"
     model = tiny_bert(tmp_path / "tiny-bert", pooling="cls", hidden=32)
-    up = start_up(data_dir, "-s", "window", "--no-ui")
+    up = start_up(data_dir, "-s", "window")
     env = user_env(data_dir)
     try:
-        json.loads(up.stdout.readline())
+        console = json.loads(up.stdout.readline())["ui"]
         settings = up_settings(data_dir)
         stream, searcher = Stream(data_dir), Searcher(settings)
         stream.thread.start()
@@ -136,7 +138,11 @@ def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load
         assert len(rows) >= states["tiny"].wanted
 
         assert not searcher.failures, searcher.failures[:3]
-        assert searcher.indexes[0] == "default" and searcher.indexes[-1] == "tiny"
+        assert searcher.indexes[0] == "default" and searcher.indexes[-1] == "tiny"  # the Python API reads it
+        found = streams("search", "the pier", "--json", env=env)
+        assert found.returncode == 0 and {json.loads(h)["vector_index"] for h in found.stdout.splitlines()} == {"tiny"}
+        with urllib.request.urlopen(console + "search?q=the+pier", timeout=60) as page:  # the console reads it too
+            assert "from vector index tiny" in page.read().decode()
 
         dropped = streams("index", "drop", "default", env=env)
         assert dropped.returncode == 0, dropped.stderr
