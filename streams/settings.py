@@ -335,6 +335,9 @@ class Settings(BaseSettings):
     )
     embed_api_key: SecretStr | None = Field(None, description="the embeddings API's key (a secret: never printed)")
     embed_max_tokens: int = Field(8191, ge=8, description="the most tokens the endpoint's model reads of one text")
+    embed_dimensions: int | None = Field(
+        None, ge=1, description="the size of the endpoint's vectors; unset: learnt from a probe at start"
+    )
     embed_tokenizer: str = Field(
         "cl100k_base",
         description="how the endpoint's tokens are counted: a tiktoken encoding or a directory with tokenizer.json",

@@ -167,7 +167,8 @@ class Embedder:
         """What the model's files declare: dimensions, word pieces read, pooling, normalisation (for an
         endpoint: the size of the vectors it answered the probe with, and its configured limit)."""
         if self.remote:
-            return ModelSpec(self.model.dimension, self.remote.max_tokens, pooling="remote", normalize=False)
+            size = self.remote.dimensions or self.model.dimension  # known, or asked of the endpoint (its probe)
+            return ModelSpec(size, self.remote.max_tokens, pooling="remote", normalize=False)
         if not Path(self.model_path).is_dir():
             raise EmbeddingUnavailable(f"embedding model directory not found: {self.model_path}")
         return model_spec(self.model_path)

@@ -46,6 +46,7 @@ class RemoteSpec:
     model: str
     api_key: str = field(default="", repr=False)
     max_tokens: int = 8191  # the most tokens the model reads of one input
+    dimensions: int = 0  # the vectors' size where it is known; 0: learnt from the probe
     tokenizer: str = "cl100k_base"  # a tiktoken encoding, or a directory holding tokenizer.json
     batch_texts: int = 64
     batch_tokens: int = 16_000
@@ -187,6 +188,11 @@ class RemoteModel:
         self._budget = TokenBudget(spec.tokens_per_minute)
         self._stats_lock = threading.Lock()
         self.dimension = len(self._request([PROBE], self.pieces.lengths([PROBE]), probe=True)[0])
+        if spec.dimensions and spec.dimensions != self.dimension:
+            raise EmbeddingUnavailable(
+                f"embedding endpoint {spec.endpoint}: model {spec.model!r} answers vectors of {self.dimension} "
+                f"values, not the {spec.dimensions} expected (STREAMS_EMBED_DIMENSIONS, or the index's)"
+            )
 
     def encode(self, texts: Sequence[str], **_: Any) -> np.ndarray:
         """Vectors of `texts` in order; a text past `max_tokens` is cut at it (the embedder windows it first

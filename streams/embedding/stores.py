@@ -341,6 +341,7 @@ def remote_spec(settings: Settings) -> RemoteSpec | None:
         model=settings.embed_model or "",
         api_key=settings.secret("embed_api_key"),
         max_tokens=settings.embed_max_tokens,
+        dimensions=settings.embed_dimensions or 0,
         tokenizer=settings.embed_tokenizer,
         batch_texts=settings.embed_batch_texts,
         batch_tokens=settings.embed_batch_tokens,
@@ -360,6 +361,8 @@ def vector_embedder_for(settings: Settings) -> Embedder:
 def spec_for(settings: Settings) -> ModelSpec:
     """What the configured model declares (dimensions, word pieces read), from its files without loading it;
     an endpoint's model is asked once (its probe) and its limit is the setting's."""
+    if settings.embed_url and settings.embed_dimensions:
+        return ModelSpec(settings.embed_dimensions, settings.embed_max_tokens, pooling="remote", normalize=False)
     if settings.embed_url:
         return vector_embedder_for(settings).spec
     return model_spec(settings.embed_model or default_model_path())

@@ -70,6 +70,8 @@ def create(settings: Settings, name: str, model: str, url: str | None = None, ba
     if not NAME.match(name):
         raise ConfigError(f"index name {name!r}: lower-case letters, digits and hyphens, at most 40")
     index = VectorIndex(name, model=model, url=url or "", backend=backend or "")
+    if url:  # how the endpoint's tokens are counted and where its model stops: the index's, not the deployment's
+        index = replace(index, max_tokens=settings.embed_max_tokens, tokenizer=settings.embed_tokenizer)
     if name == DEFAULT:
         raise ConfigError("the index `default` is the one the settings describe: name a new one")
     own = index.settings(settings)

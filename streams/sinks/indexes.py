@@ -34,16 +34,25 @@ class VectorIndex:
     model: str = ""  # STREAMS_EMBED_MODEL: a model directory, or the endpoint's model name
     url: str = ""  # STREAMS_EMBED_URL: an embeddings endpoint, "" for a local model
     backend: str = ""  # STREAMS_VECTOR_BACKEND
+    max_tokens: int = 0  # an endpoint's STREAMS_EMBED_MAX_TOKENS
+    tokenizer: str = ""  # an endpoint's STREAMS_EMBED_TOKENIZER
     dimension: int = 0
     created_ms: int = 0
 
     def settings(self, base: Settings) -> Settings:
-        """`base` as this index's vector sink, search and audit need it: its model, backend and target."""
+        """`base` as this index's vector sink, search and audit need it: its model, backend and target. An
+    endpoint's key is never kept here: each process reads it from its own settings (STREAMS_EMBED_API_KEY)."""
         update: dict[str, Any] = {"vector_index": self.name}
         if self.model:
             update["embed_model"] = self.model
         if self.name != DEFAULT:
             update["embed_url"] = self.url or None
+        if self.max_tokens:
+            update["embed_max_tokens"] = self.max_tokens
+        if self.url and self.dimension:
+            update["embed_dimensions"] = self.dimension
+        if self.tokenizer:
+            update["embed_tokenizer"] = self.tokenizer
         if self.backend:
             update["vector_backend"] = self.backend
         return base.model_copy(update=update)

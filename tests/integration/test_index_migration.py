@@ -17,13 +17,15 @@ from pathlib import Path
 import pytest
 
 from streams.api import search as api_search
+from streams.embedding.model import default_model_path
 from streams.ops.indexes import status
 from streams.ops.pipeline import publish_pages
 from streams.sinks.factory import vector_target
-from streams.sinks.indexes import index_settings
+from streams.sinks.indexes import find, index_settings
 from streams.sinks.search import search
 from tests.cli import streams
 from tests.conftest import make_pages
+from tests.embedding_server import MODEL_LIMIT, EmbeddingServer
 from tests.integration.conftest import start_up, until, up_settings, user_env
 from tests.models import tiny_bert
 
@@ -160,3 +162,45 @@ def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load
     finally:
         os.killpg(up.pid, signal.SIGINT)
         up.wait(60)
+
+
+def test_a_backfill_through_an_embeddings_api_rides_out_the_servers_restart(
+    tmp_path: Path, bus: str, onnx_dir: Path
+) -> None:
+    """An index whose model is behind an OpenAI-compatible endpoint (tests/embedding_server.py, the local model
+    behind HTTP): the endpoint is killed and restarted in the middle of its backfill, and the index still ends
+    holding every latest chunk. The key lives in the service's environment, never in the catalogue."""
+    server = EmbeddingServer(onnx_dir).start()
+    data_dir = tmp_path / "var"
+    # How to call the endpoint (its key, request sizes, concurrency) is the service's environment; how its
+    # model counts tokens and where it stops are the index's, kept by `streams index create`.
+    calling = {"STREAMS_EMBED_API_KEY": server.key, "STREAMS_EMBED_BATCH_TEXTS": "2", "STREAMS_EMBED_CONCURRENCY": "1"}
+    up = start_up(data_dir, "-s", "window", "--no-ui", **calling)
+    env = user_env(
+        data_dir, STREAMS_EMBED_TOKENIZER=default_model_path(), STREAMS_EMBED_MAX_TOKENS=str(MODEL_LIMIT), **calling
+    )
+    try:
+        json.loads(up.stdout.readline())
+        settings = up_settings(data_dir)
+        for doc in range(24):
+            publish_pages(settings, _pages(doc, 0))
+        until(lambda: status(settings, "default")[0].current and status(settings, "default")[0].wanted > 0, timeout=240)
+        server.control(always_delay_s=0.5)  # a slow endpoint: the backfill takes long enough to be cut
+        created = streams("index", "create", "api", "--model", server.model, "--url", server.url, env=env)
+        assert created.returncode == 0, created.stderr
+        assert "384 dimensions" in created.stderr
+        until(lambda: server.stats()["requests"] > 3, lambda: str(server.stats()), timeout=120)
+        state = status(settings, "api")[0]
+        assert state.missing > 0  # cut in the middle, not after
+        server.stop()
+        time.sleep(2)  # its sink retries against a closed port meanwhile
+        server.start()
+        until(lambda: status(settings, "api")[0].current, lambda: str(status(settings, "api")[0]), timeout=240)
+        final = status(settings, "api")[0]
+        assert final.missing == 0 and final.wanted == status(settings, "default")[0].wanted
+        assert server.stats()["statuses"].get("200", 0) > 0  # the restarted server embedded the rest
+        assert server.key not in json.dumps(find(settings, "api").__dict__)
+    finally:
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(60)
+        server.stop()
