@@ -146,6 +146,11 @@ def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load
         with urllib.request.urlopen(console + "search?q=the+pier", timeout=60) as page:  # the console reads it too
             assert "from vector index tiny" in page.read().decode()
 
+        audit = streams("audit", "-s", "window", "--index", "tiny", "--wait", "120", "--json", env=env)
+        assert audit.returncode == 0, audit.stdout[-2000:] + audit.stderr[-2000:]  # every version, in the new index
+        report = json.loads(audit.stdout)
+        assert report["versions"] and not any(report["gaps"].values()) and "vectors.tiny" in audit.stderr
+
         dropped = streams("index", "drop", "default", env=env)
         assert dropped.returncode == 0, dropped.stderr
         assert "dropped" in dropped.stderr and "vectors" in dropped.stderr
