@@ -41,7 +41,7 @@ class VectorIndex:
 
     def settings(self, base: Settings) -> Settings:
         """`base` as this index's vector sink, search and audit need it: its model, backend and target. An
-    endpoint's key is never kept here: each process reads it from its own settings (STREAMS_EMBED_API_KEY)."""
+        endpoint's key is never kept here: each process reads it from its own settings (STREAMS_EMBED_API_KEY)."""
         update: dict[str, Any] = {"vector_index": self.name}
         if self.model:
             update["embed_model"] = self.model
