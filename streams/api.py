@@ -30,6 +30,7 @@ from streams.core.publish import publish
 from streams.embedding.stores import get_embedder
 from streams.ingest.files import page_events
 from streams.settings import Settings
+from streams.sinks.search import search as run_search
 from streams.strategies import SENTENCE_UNITS
 
 if TYPE_CHECKING:
@@ -132,6 +133,4 @@ def search(
 ) -> list[dict[str, Any]]:
     """The `k` nearest latest chunks in a deployment's promoted vector index (or `index`), as `streams search`
     answers: chunk id, score, document, pages, text from MongoDB, metadata and the index that answered."""
-    from streams.sinks.search import search as run
-
-    return run(settings or Settings(), question, k, strategy, filters or [], principal, tenant, index)
+    return run_search(settings or Settings(), question, k, strategy, filters or [], principal, tenant, index)
