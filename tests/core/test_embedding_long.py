@@ -65,3 +65,15 @@ def test_truncated_vector_is_what_the_model_reads(model_path: str) -> None:
     first = embedder.windows(long)[0]
     vectors = embedder.encode([long, first])
     assert float(vectors[0] @ vectors[1]) > 0.999
+
+
+def test_long_texts_embedded_together_are_the_same_bytes_as_alone(model_path: str) -> None:
+    """A long text's windows are batched by length without padding, so its vector is the same bytes
+    whatever else is embedded with it: a chunk's vector never depends on its batch-mates."""
+    texts = [long_text(n) for n in (520, 610, 700, 880)]
+    together = Embedder(model_path, long_texts="mean", cache_size=0)
+    vectors = together.encode(texts)
+    assert together.stats.long == 4
+    for text, vector in zip(texts, vectors, strict=True):
+        alone = Embedder(model_path, long_texts="mean", cache_size=0).encode([text])[0]
+        assert np.array_equal(vector, alone)
