@@ -19,6 +19,7 @@ import pytest
 from streams.api import search as api_search
 from streams.embedding.model import default_model_path
 from streams.ops.indexes import status
+from streams.ops.lag import lag_report
 from streams.ops.pipeline import publish_pages
 from streams.sinks.factory import vector_target
 from streams.sinks.indexes import find, index_settings
@@ -122,7 +123,9 @@ def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load
         stream.thread.join(30)
 
         def both_current() -> bool:
-            return all(s.current for s in status(settings))
+            """Every stage caught up (the last amendments chunked too, not only stored) and both indexes
+            holding every latest chunk."""
+            return lag_report(settings)["total_lag"] == 0 and all(s.current for s in status(settings))
 
         until(both_current, lambda: str([s.as_dict() for s in status(settings)]), timeout=240)
         states = {s.name: s for s in status(settings)}
@@ -187,10 +190,10 @@ def test_a_backfill_through_an_embeddings_api_rides_out_the_servers_restart(
     try:
         json.loads(up.stdout.readline())
         settings = up_settings(data_dir)
-        for doc in range(24):
+        for doc in range(16):
             publish_pages(settings, _pages(doc, 0))
         until(lambda: status(settings, "default")[0].current and status(settings, "default")[0].wanted > 0, timeout=240)
-        server.control(always_delay_s=0.5)  # a slow endpoint: the backfill takes long enough to be cut
+        server.control(always_delay_s=0.4)  # a slow endpoint: the backfill takes long enough to be cut
         created = streams("index", "create", "api", "--model", server.model, "--url", server.url, env=env)
         assert created.returncode == 0, created.stderr
         assert "384 dimensions" in created.stderr
