@@ -25,10 +25,7 @@ _MODULES = "sentence_transformers.models."
 def model_fingerprint(model_path: Path) -> str:
     """Configuration, vocabulary and weight sizes: a different model never shares cached vectors."""
     digest = hashlib.sha256()
-    for name in ("config.json", "tokenizer.json", "modules.json"):
-        if (model_path / name).is_file():
-            digest.update((model_path / name).read_bytes())
-    for name in ("1_Pooling/config.json", "sentence_bert_config.json"):
+    for name in ("config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json", "sentence_bert_config.json"):
         if (model_path / name).is_file():
             digest.update((model_path / name).read_bytes())
     for weights in sorted(model_path.glob("*.safetensors")) + sorted(model_path.glob("*.bin")):

@@ -155,11 +155,11 @@ class Embedder:
         how long texts are embedded (a deployment uses one way; the two never share a long text's vector)."""
         if self.remote:  # the endpoint's model: its name and size are all there is to know of it
             key = f"{self.remote.model}:remote:{self.dimension}"
-            return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
-        backend = self.backend.name if self.backend.name == "torch" else f"{self.backend.name}-{GRAPH}"
-        backend += f"-{INT8}" if self.backend.name == "onnx-int8" else ""
-        backend += "-cuda" if self.backend.on_cuda() else ""  # GPU kernels round differently: never mixed
-        key = f"{self.model_name}:{backend}:{model_fingerprint(Path(self.model_path))}"
+        else:
+            backend = self.backend.name if self.backend.name == "torch" else f"{self.backend.name}-{GRAPH}"
+            backend += f"-{INT8}" if self.backend.name == "onnx-int8" else ""
+            backend += "-cuda" if self.backend.on_cuda() else ""  # GPU kernels round differently: never mixed
+            key = f"{self.model_name}:{backend}:{model_fingerprint(Path(self.model_path))}"
         return key if self.long_texts == "truncate" else f"{key}:{self.long_texts}"
 
     @functools.cached_property

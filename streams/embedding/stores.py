@@ -361,9 +361,7 @@ def vector_embedder_for(settings: Settings) -> Embedder:
 def spec_for(settings: Settings) -> ModelSpec:
     """What the configured model declares (dimensions, word pieces read), from its files without loading it;
     an endpoint's model is asked once (its probe) and its limit is the setting's."""
-    if settings.embed_url and settings.embed_dimensions:
-        return ModelSpec(settings.embed_dimensions, settings.embed_max_tokens, pooling="remote", normalize=False)
-    if settings.embed_url:
+    if settings.embed_url:  # the embedder's own spec: no request where STREAMS_EMBED_DIMENSIONS is set
         return vector_embedder_for(settings).spec
     return model_spec(settings.embed_model or default_model_path())
 

@@ -103,7 +103,8 @@ def status(settings: Settings, name: str | None = None) -> list[IndexStatus]:
         own = index.settings(settings)
         group = sink_group(settings, index.name)
         lag = sum(p.lag for p in group_lag(settings, group, [settings.topics.chunks, settings.topics.status]))
-        sink = vector_sink(own, vector_embedder_for(own))  # no model loads: only the store is read
+        embedder = vector_embedder_for(own)
+        sink = vector_sink(own, embedder)  # no model loads: only the store is read
         try:
             flags = sink.latest_flags(wanted)
         finally:
@@ -112,7 +113,7 @@ def status(settings: Settings, name: str | None = None) -> list[IndexStatus]:
             IndexStatus(
                 index.name,
                 index.model or own.embed_model or "all-MiniLM-L6-v2 (packaged)",
-                index.dimension or vector_embedder_for(own).dimension,
+                index.dimension or embedder.dimension,
                 index.name == serving,
                 group,
                 lag,
