@@ -58,7 +58,8 @@ from streams.core.events import ChunkRecord, PageEvent
 from streams.core.options import DOC_TYPES
 from streams.core.publish import publish
 from streams.core.tokenizers import tiktoken_encoding
-from streams.embedding.model import Backend, Embedder
+from streams.embedding.model import Embedder
+from streams.embedding.stores import backend_for
 from streams.ingest.files import IngestError, page_events
 from streams.ops.tail import reader
 from streams.runtime.clients import asked_again
@@ -233,7 +234,7 @@ def shared_embedder(settings: Any, threads: int) -> Any:
     """The vector sink's embedder as the settings build it (model, the sink's own backend, long texts), on
     `threads`."""
 
-    backend = Backend(settings.chunk_vector_backend(), settings.onnx_dir)
+    backend = backend_for(settings, settings.chunk_vector_backend())
     return Embedder(
         settings.embed_model, backend=backend, threads=threads, long_texts=settings.embed_long_chunks, cache_size=0
     )

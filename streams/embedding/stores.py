@@ -323,13 +323,18 @@ def embedder_for(
     `settings.embed_backend` (the vector sink's, `vector_embedder_for`)."""
     return get_embedder(
         settings.embed_model,
-        Backend(backend or settings.embed_backend, settings.onnx_dir, settings.embed_device),
+        backend_for(settings, backend),
         long_texts or settings.embed_long_chunks,
         threads=settings.embed_threads or 0,
         descending=descending,
         store=StoreSpec.from_settings(settings) if shared else None,
         remote=remote_spec(settings),
     )
+
+
+def backend_for(settings: Settings, name: str | None = None) -> Backend:
+    """The backend `name` (default `settings.embed_backend`) where the settings put it: graph cache, device."""
+    return Backend(name or settings.embed_backend, settings.onnx_dir, settings.embed_device)
 
 
 def remote_spec(settings: Settings) -> RemoteSpec | None:
